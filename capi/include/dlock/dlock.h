@@ -1,0 +1,204 @@
+/*
+ * dlock: distributed locks on the MySQL/MariaDB server you already run.
+ *
+ * This header is the stable C ABI. Every binding (Python, Go, Java, the CLI)
+ * talks to the library through it or through the same C++ core.
+ *
+ * Conventions (they hold for every function below unless it says otherwise):
+ *  - Handles are opaque. Each open or new function has exactly one close or free function, and
+ *    every close/free accepts NULL.
+ *  - The out-parameter comes first and is named `out`; on failure *out is set
+ *    to NULL. The `dlock_error *err` comes last, is owned by the caller, and may
+ *    be NULL. On success err->code is DLOCK_OK and err->message is "".
+ *  - Functions return a dlock_code. DLOCK_OK is 0, DLOCK_BUSY (not acquired)
+ *    is positive and is not an error; errors are negative. Values never change
+ *    once released.
+ *  - Strings passed in are copied; strings handed out are owned by the handle
+ *    that returned them (valid until it is closed) or are static (said below).
+ *  - No function calls user code, and the library never runs user code on its
+ *    own threads.
+ *  - Handles remember the process that created them: after fork() they refuse
+ *    to act in the child (DLOCK_E_FORKED) and never release the parent's lock;
+ *    closing them in the child only frees memory.
+ *  - Passwords never appear in any message.
+ */
+#ifndef DLOCK_DLOCK_H_
+#define DLOCK_DLOCK_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#  define DLOCK_EXPORT __declspec(dllexport)
+#elif defined(__GNUC__)
+#  define DLOCK_EXPORT __attribute__((visibility("default")))
+#else
+#  define DLOCK_EXPORT
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DLOCK_VERSION_MAJOR 1
+#define DLOCK_VERSION_MINOR 0
+#define DLOCK_VERSION_PATCH 0
+
+/* Result codes. Positive = a non-error outcome, negative = an error. */
+typedef enum dlock_code {
+  DLOCK_OK = 0,
+  DLOCK_BUSY = 1,            /* not acquired: someone else holds it (try) */
+  DLOCK_E_INVALID = -1,      /* bad argument: NULL, bad key, bad ttl, bad URL */
+  DLOCK_E_CONNECT = -2,      /* cannot connect or authenticate */
+  DLOCK_E_LOST = -3,         /* the lock is no longer ours (expired/taken) */
+  DLOCK_E_READONLY = -4,     /* the server is read-only (a replica?) */
+  DLOCK_E_UNSUPPORTED = -5,  /* refused by topology, e.g. row lock on Galera */
+  DLOCK_E_DB = -6,           /* the server returned an unexpected error */
+  DLOCK_E_STATE = -7,        /* call not valid in this state (not held, ...) */
+  DLOCK_E_FORKED = -8,       /* handle created in another process (fork) */
+  DLOCK_E_POOL = -9,         /* no lock connection free within the wait */
+  DLOCK_E_UNKNOWN = -10,     /* connection lost mid-statement; outcome unknown
+                                and could not be re-checked */
+  DLOCK_E_INTERNAL = -11,    /* a bug or out of memory */
+  DLOCK_E_TIMEOUT = -12      /* a bounded wait (other than try) ran out */
+} dlock_code;
+
+/* Caller-owned error report. Fixed size: put it on the stack. */
+typedef struct dlock_error {
+  int code;            /* a dlock_code */
+  int server_errno;    /* MariaDB/Connector error number, 0 if none */
+  char message[512];   /* NUL-terminated, never contains a password */
+} dlock_error;
+
+/* Lock modes (config key "mode"). */
+#define DLOCK_MODE_LEASE "lease"
+#define DLOCK_MODE_ROW "row"
+
+/* Lock states reported by dlock_state(). */
+typedef enum dlock_state_t {
+  DLOCK_STATE_IDLE = 0,      /* never acquired, or released */
+  DLOCK_STATE_HELD = 1,      /* held; for a lease, not expired by our clock */
+  DLOCK_STATE_LOST = 2       /* was held, then lost (expired, taken, conn died) */
+} dlock_state_t;
+
+/* ---- library ----------------------------------------------------------- */
+
+/* "1.0.0". Static string. Thread safety: any thread. */
+DLOCK_EXPORT const char *dlock_version(void);
+/* Stable name of a code, e.g. "DLOCK_E_LOST"; "DLOCK_UNKNOWN_CODE" for others.
+ * Static string. Thread safety: any thread. */
+DLOCK_EXPORT const char *dlock_code_name(int code);
+
+/* ---- config: string key/value options ---------------------------------- */
+
+typedef struct dlock_config dlock_config;
+
+/* Thread safety: a config may be read by many threads at once (open calls)
+ * but must not be modified while another thread uses it. Ownership: the
+ * caller owns it; open calls copy what they need. */
+DLOCK_EXPORT int dlock_config_new(dlock_config **out, dlock_error *err);
+DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
+/* Sets key to value (both copied). Unknown keys and values that do not parse
+ * give DLOCK_E_INVALID at once, naming the key. Keys:
+ *   client (dlock_client_open; they override the URL's query parameters):
+ *     pool            max lock connections (1..1024, default 8)
+ *     connect_timeout seconds (1..3600, default 5)
+ *     read_timeout    seconds (1..86400, default 30)
+ *     table           lease table name (default distributed_lock)
+ *     row_table       row-lock table name (default fixed_lock)
+ *     ssl_mode        disable|require|verify (default disable)
+ *   lock (dlock_open):
+ *     mode            lease|row (default lease)
+ *     ttl_ms          lease length, 1..2592000000 (30 days), default 30000
+ */
+DLOCK_EXPORT int dlock_config_set(dlock_config *cfg, const char *key,
+                                  const char *value, dlock_error *err);
+
+/* ---- client: a bounded pool of lock connections ------------------------ */
+
+typedef struct dlock_client dlock_client;
+
+/* Opens a client from
+ *   mysql://user[:password]@host[:port]/database[?socket=..&pool=..&...]
+ * (percent-decoded; the password may instead come from the environment
+ * variable DLOCK_PASSWORD). Connects once to check the server (reachable,
+ * writable, not a replica) and creates the lock tables if missing.
+ * cfg may be NULL.
+ * Thread safety: a client is safe to use from many threads at once.
+ * Ownership: the caller closes it with dlock_client_close after closing every
+ * lock opened on it. */
+DLOCK_EXPORT int dlock_client_open(dlock_client **out, const char *url,
+                                   const dlock_config *cfg, dlock_error *err);
+DLOCK_EXPORT void dlock_client_close(dlock_client *client);
+
+/* ---- lock objects ------------------------------------------------------- */
+
+typedef struct dlock_lock dlock_lock;
+
+/* Creates a lock object for key (key_len bytes; any bytes but NUL, 1..512
+ * bytes, compared byte for byte) without acquiring it, like the article's
+ * MysqlDistributedLock(conn, lock_key, timeout). cfg may be NULL.
+ * Thread safety: a lock object may be shared by threads; calls on it are
+ * serialised internally. The holder is the lock object: any thread may
+ * release what another thread acquired.
+ * Ownership: the caller closes it with dlock_close; closing a held lock
+ * releases it first (best effort). The client must outlive the lock. */
+DLOCK_EXPORT int dlock_open(dlock_lock **out, dlock_client *client,
+                            const char *key, size_t key_len,
+                            const dlock_config *cfg, dlock_error *err);
+DLOCK_EXPORT void dlock_close(dlock_lock *lock);
+
+/* Tries to take the lock, waiting at most wait_ms (0 = one attempt,
+ * max 86400000). Returns DLOCK_OK (now held; a new owner id and fencing token
+ * were assigned) or DLOCK_BUSY (someone else held it for the whole wait), or
+ * an error. DLOCK_E_STATE if this object already holds it. */
+DLOCK_EXPORT int dlock_try(dlock_lock *lock, int64_t wait_ms, dlock_error *err);
+
+/* Extends a held lease by its ttl, from the database's clock.
+ * DLOCK_OK, or DLOCK_E_LOST (expired by the database clock or taken: the
+ * object's state becomes LOST). For a row lock: checks that the lock's
+ * connection and transaction are still alive. */
+DLOCK_EXPORT int dlock_renew(dlock_lock *lock, dlock_error *err);
+
+/* Releases the lock. DLOCK_OK, or DLOCK_E_LOST if it had already expired or
+ * been taken (the other owner's row is never touched). Row lock: COMMIT.
+ * DLOCK_E_STATE if not held. */
+DLOCK_EXPORT int dlock_release(dlock_lock *lock, dlock_error *err);
+
+/* Row lock only: ROLLBACK instead of COMMIT (the protected work failed). */
+DLOCK_EXPORT int dlock_rollback(dlock_lock *lock, dlock_error *err);
+
+/* Row lock only (A7): runs one SQL statement on the lock's own connection,
+ * inside the lock's transaction, so that dlock_release commits it together
+ * with the lock. Parameters are bound as strings (NULL pointer = SQL NULL).
+ * out_affected (may be NULL) receives the affected-row count.
+ * No result set is returned; use it for INSERT/UPDATE/DELETE. */
+DLOCK_EXPORT int dlock_exec(dlock_lock *lock, const char *sql,
+                            const char *const *params, size_t nparams,
+                            int64_t *out_affected, dlock_error *err);
+
+/* ---- accessors (never touch the network; any thread) ------------------- */
+
+/* Current state (see dlock_state_t); a held lease whose deadline passed on
+ * our monotonic clock reports LOST. */
+DLOCK_EXPORT int dlock_state(const dlock_lock *lock);
+/* 1 if held now, else 0. */
+DLOCK_EXPORT int dlock_held(const dlock_lock *lock);
+/* Owner id of the current/last acquisition ("" before the first). Owned by
+ * the lock; valid until the next dlock_try or dlock_close. */
+DLOCK_EXPORT const char *dlock_owner(const dlock_lock *lock);
+/* Fencing token of the current/last acquisition: strictly increasing per key
+ * across releases, crashes and server restarts. 0 before the first. Row
+ * locks: a per-row counter incremented by each acquisition. */
+DLOCK_EXPORT uint64_t dlock_token(const dlock_lock *lock);
+/* The key and its length (owned by the lock, valid until dlock_close). */
+DLOCK_EXPORT const char *dlock_key(const dlock_lock *lock, size_t *out_len);
+/* Milliseconds left on the lease by our monotonic clock (counted from when
+ * the successful acquire/renew was sent); 0 if not held; -1 for row locks. */
+DLOCK_EXPORT int64_t dlock_remaining_ms(const dlock_lock *lock);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* DLOCK_DLOCK_H_ */

@@ -1,0 +1,215 @@
+// The C API: translation only. Every entry point catches every exception,
+// fills the caller's error and returns a code; no lock logic lives here.
+#include "dlock/dlock.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+
+#include "dlock/core.hpp"
+
+struct dlock_config {
+  dlock::Config cfg;
+};
+
+struct dlock_client {
+  std::shared_ptr<dlock::Client> client;
+};
+
+struct dlock_lock {
+  std::unique_ptr<dlock::Lock> lock;
+};
+
+namespace {
+
+static_assert(DLOCK_OK == static_cast<int>(dlock::Code::kOk), "codes");
+static_assert(DLOCK_BUSY == static_cast<int>(dlock::Code::kBusy), "codes");
+static_assert(DLOCK_E_LOST == static_cast<int>(dlock::Code::kLost), "codes");
+static_assert(DLOCK_E_TIMEOUT == static_cast<int>(dlock::Code::kTimeout), "codes");
+static_assert(DLOCK_STATE_LOST == static_cast<int>(dlock::LockState::kLost), "states");
+
+int Fill(dlock_error* err, int code, int server_errno, const char* msg) {
+  if (err != nullptr) {
+    err->code = code;
+    err->server_errno = server_errno;
+    size_t n = std::strlen(msg);
+    if (n >= sizeof err->message) n = sizeof err->message - 1;
+    std::memcpy(err->message, msg, n);
+    err->message[n] = '\0';
+  }
+  return code;
+}
+
+int Report(const dlock::Status& s, dlock_error* err) {
+  return Fill(err, static_cast<int>(s.code()), s.server_errno(), s.message().c_str());
+}
+
+int Null(dlock_error* err, const char* what) {
+  std::string m = std::string(what) + " is NULL";
+  return Fill(err, DLOCK_E_INVALID, 0, m.c_str());
+}
+
+// Runs f, turning any exception into DLOCK_E_INTERNAL: none may cross the C
+// boundary.
+template <class F>
+int Guard(dlock_error* err, F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return Fill(err, DLOCK_E_INTERNAL, 0, "out of memory");
+  } catch (const std::exception& e) {
+    return Fill(err, DLOCK_E_INTERNAL, 0, e.what());
+  } catch (...) {
+    return Fill(err, DLOCK_E_INTERNAL, 0, "unknown internal error");
+  }
+}
+
+const dlock::Config& ConfigOf(const dlock_config* cfg) {
+  static const dlock::Config kEmpty;
+  return cfg != nullptr ? cfg->cfg : kEmpty;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* dlock_version(void) { return dlock::Version(); }
+
+const char* dlock_code_name(int code) { return dlock::CodeName(code); }
+
+int dlock_config_new(dlock_config** out, dlock_error* err) {
+  if (out == nullptr) return Null(err, "out");
+  *out = nullptr;
+  return Guard(err, [&] {
+    *out = new dlock_config();
+    return Fill(err, DLOCK_OK, 0, "");
+  });
+}
+
+void dlock_config_free(dlock_config* cfg) { delete cfg; }
+
+int dlock_config_set(dlock_config* cfg, const char* key, const char* value, dlock_error* err) {
+  if (cfg == nullptr) return Null(err, "config");
+  if (key == nullptr) return Null(err, "key");
+  if (value == nullptr) return Null(err, "value");
+  return Guard(err, [&] { return Report(cfg->cfg.Set(key, value), err); });
+}
+
+int dlock_client_open(dlock_client** out, const char* url, const dlock_config* cfg,
+                      dlock_error* err) {
+  if (out == nullptr) return Null(err, "out");
+  *out = nullptr;
+  if (url == nullptr) return Null(err, "url");
+  return Guard(err, [&] {
+    std::shared_ptr<dlock::Client> c;
+    dlock::Status s = dlock::Client::Open(url, ConfigOf(cfg), &c);
+    if (!s.ok()) return Report(s, err);
+    *out = new dlock_client{std::move(c)};
+    return Fill(err, DLOCK_OK, 0, "");
+  });
+}
+
+void dlock_client_close(dlock_client* client) {
+  try {
+    delete client;  // locks still open keep the core client alive until closed
+  } catch (...) {
+  }
+}
+
+int dlock_open(dlock_lock** out, dlock_client* client, const char* key, size_t key_len,
+               const dlock_config* cfg, dlock_error* err) {
+  if (out == nullptr) return Null(err, "out");
+  *out = nullptr;
+  if (client == nullptr) return Null(err, "client");
+  if (key == nullptr) return Null(err, "key");
+  return Guard(err, [&] {
+    std::unique_ptr<dlock::Lock> l;
+    dlock::Status s = dlock::Lock::Open(client->client, std::string(key, key_len), ConfigOf(cfg), &l);
+    if (!s.ok()) return Report(s, err);
+    *out = new dlock_lock{std::move(l)};
+    return Fill(err, DLOCK_OK, 0, "");
+  });
+}
+
+void dlock_close(dlock_lock* lock) {
+  try {
+    delete lock;
+  } catch (...) {
+  }
+}
+
+int dlock_try(dlock_lock* lock, int64_t wait_ms, dlock_error* err) {
+  if (lock == nullptr) return Null(err, "lock");
+  return Guard(err, [&] { return Report(lock->lock->Try(wait_ms), err); });
+}
+
+int dlock_renew(dlock_lock* lock, dlock_error* err) {
+  if (lock == nullptr) return Null(err, "lock");
+  return Guard(err, [&] { return Report(lock->lock->Renew(), err); });
+}
+
+int dlock_release(dlock_lock* lock, dlock_error* err) {
+  if (lock == nullptr) return Null(err, "lock");
+  return Guard(err, [&] { return Report(lock->lock->Release(), err); });
+}
+
+int dlock_rollback(dlock_lock* lock, dlock_error* err) {
+  if (lock == nullptr) return Null(err, "lock");
+  return Guard(err, [&] { return Report(lock->lock->Rollback(), err); });
+}
+
+int dlock_exec(dlock_lock* lock, const char* sql, const char* const* params, size_t nparams,
+               int64_t* out_affected, dlock_error* err) {
+  if (lock == nullptr) return Null(err, "lock");
+  if (sql == nullptr) return Null(err, "sql");
+  if (nparams > 0 && params == nullptr) return Null(err, "params");
+  return Guard(err, [&] {
+    std::vector<std::string> store;
+    store.reserve(nparams);
+    std::vector<const std::string*> ps;
+    for (size_t i = 0; i < nparams; ++i) {
+      if (params[i] == nullptr) {
+        ps.push_back(nullptr);
+      } else {
+        store.emplace_back(params[i]);
+        ps.push_back(&store.back());
+      }
+    }
+    return Report(lock->lock->Exec(sql, ps, out_affected), err);
+  });
+}
+
+int dlock_state(const dlock_lock* lock) {
+  if (lock == nullptr) return DLOCK_STATE_IDLE;
+  return static_cast<int>(lock->lock->state());
+}
+
+int dlock_held(const dlock_lock* lock) {
+  return lock != nullptr && lock->lock->state() == dlock::LockState::kHeld ? 1 : 0;
+}
+
+const char* dlock_owner(const dlock_lock* lock) {
+  if (lock == nullptr) return "";
+  return lock->lock->owner_cstr();
+}
+
+uint64_t dlock_token(const dlock_lock* lock) { return lock == nullptr ? 0 : lock->lock->token(); }
+
+const char* dlock_key(const dlock_lock* lock, size_t* out_len) {
+  if (lock == nullptr) {
+    if (out_len != nullptr) *out_len = 0;
+    return "";
+  }
+  const std::string& k = lock->lock->key();
+  if (out_len != nullptr) *out_len = k.size();
+  return k.c_str();
+}
+
+int64_t dlock_remaining_ms(const dlock_lock* lock) {
+  return lock == nullptr ? 0 : lock->lock->remaining_ms();
+}
+
+}  // extern "C"

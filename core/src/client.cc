@@ -1,0 +1,340 @@
+#include <mysqld_error.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include "client_impl.h"
+
+namespace dlock {
+
+const int64_t kRowSlicesMs[] = {50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000};
+const size_t kRowSliceCount = sizeof(kRowSlicesMs) / sizeof(kRowSlicesMs[0]);
+
+namespace {
+
+// A zero wait still needs a connection; this is how long it may wait for one.
+constexpr auto kPoolGrace = std::chrono::milliseconds(1000);
+constexpr int kConnRetries = 3;      // fresh connections tried after a drop
+constexpr int kDeadlockRetries = 5;  // re-runs after 1213
+
+std::string Quote(const std::string& ident) { return "`" + ident + "`"; }
+
+void JitterSleep(int attempt) {
+  thread_local std::minstd_rand rng(std::random_device{}());
+  int base = 2 << attempt;  // 2, 4, 8, ... ms
+  std::uniform_int_distribution<int> d(base / 2, base);
+  std::this_thread::sleep_for(std::chrono::milliseconds(d(rng)));
+}
+
+std::string HostName() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "unknown-host";
+  std::string h(buf);
+  if (h.size() > 64) h.resize(64);
+  return h;
+}
+
+}  // namespace
+
+ClientImpl::ClientImpl(ClientOptions opts, LockOptions lock_defaults)
+    : opts_(std::move(opts)),
+      lock_defaults_(lock_defaults),
+      pool_(opts_),
+      pid_(getpid()),
+      host_(HostName()) {
+  const std::string t = Quote(opts_.table);
+  const std::string f = Quote(opts_.table + "_fence");
+  const std::string now = "UTC_TIMESTAMP(6)";
+  // One statement takes a free key, takes over an expired lease, or repeats
+  // our own acquisition (a retry after a dropped connection). Assignment
+  // order matters: fence and create_time read the old expiry, owner is
+  // decided next, expire_time last (it compares against the new owner).
+  // The fence of a new row starts above every token that cleanup deleted
+  // (the floor, read with a share lock so that cleanup cannot slip between).
+  // When busy, the holder's remaining microseconds come back through
+  // LAST_INSERT_ID without changing the row, so waiters need no extra read.
+  lease_sql_.acquire =
+      "INSERT INTO " + t + " (lock_key, owner, expire_time, create_time, fence) VALUES (?, ?, " +
+      now + " + INTERVAL ? MICROSECOND, " + now +
+      ", LAST_INSERT_ID(COALESCE((SELECT fence_floor FROM " + f +
+      " WHERE id = 1 LOCK IN SHARE MODE), 0) + 1)) ON DUPLICATE KEY UPDATE "
+      "fence = IF(expire_time < " + now + ", LAST_INSERT_ID(fence + 1), "
+      "IF(owner = VALUES(owner), LAST_INSERT_ID(fence), "
+      "fence + 0 * LAST_INSERT_ID(GREATEST(0, TIMESTAMPDIFF(MICROSECOND, " + now + ", expire_time))))), "
+      "create_time = IF(expire_time < " + now + ", " + now + ", create_time), "
+      "owner = IF(expire_time < " + now + " OR owner = VALUES(owner), VALUES(owner), owner), "
+      "expire_time = IF(owner = VALUES(owner), VALUES(expire_time), expire_time)";
+  lease_sql_.renew = "UPDATE " + t + " SET expire_time = " + now +
+                     " + INTERVAL ? MICROSECOND WHERE lock_key = ? AND owner = ? AND expire_time >= " +
+                     now;
+  // Release frees the row in place (the fence survives) and reports through
+  // LAST_INSERT_ID whether the lease was still live by the DB clock.
+  lease_sql_.release = "UPDATE " + t +
+                       " SET owner = '', expire_time = IF(LAST_INSERT_ID(expire_time >= " + now +
+                       "), '1970-01-01 00:00:00', '1970-01-01 00:00:00') "
+                       "WHERE lock_key = ? AND owner = ?";
+  lease_sql_.read = "SELECT owner, fence, TIMESTAMPDIFF(MICROSECOND, " + now +
+                    ", expire_time) FROM " + t + " WHERE lock_key = ?";
+
+  const std::string r = Quote(opts_.row_table);
+  const std::string grab = "UPDATE " + r + " SET fence = LAST_INSERT_ID(fence + 1), updated_time = " +
+                           now + " WHERE lock_name = ?";
+  row_sql_.exists = "SELECT 1 FROM " + r + " WHERE lock_name = ?";
+  // Never blocks behind a holder for long: a duplicate takes a share lock on
+  // the existing row, which the holder has locked exclusively.
+  row_sql_.create = "SET STATEMENT innodb_lock_wait_timeout=1 FOR INSERT IGNORE INTO " + r +
+                    " (lock_name, fence) VALUES (?, 0)";
+  row_sql_.nowait = "SET STATEMENT innodb_lock_wait_timeout=0 FOR " + grab;
+  for (size_t i = 0; i < kRowSliceCount; ++i) {
+    int64_t ms = kRowSlicesMs[i];
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "SET STATEMENT max_statement_time=%lld.%03lld, innodb_lock_wait_timeout=%lld FOR ",
+                  static_cast<long long>(ms / 1000), static_cast<long long>(ms % 1000),
+                  static_cast<long long>(ms / 1000 + 2));
+    row_sql_.sliced.push_back(buf + grab);
+  }
+}
+
+Status ClientImpl::Open(const std::string& url, const Config& cfg, std::unique_ptr<ClientImpl>* out) {
+  ClientOptions opts;
+  Status s = ParseUrl(url, &opts);
+  if (!s.ok()) return s;
+  LockOptions lock_defaults;
+  for (const auto& kv : cfg.values()) {
+    if (IsClientKey(kv.first)) s = ApplyClientOption(kv.first, kv.second, &opts);
+    else s = ApplyLockOption(kv.first, kv.second, &lock_defaults);
+    if (!s.ok()) return s;
+  }
+  std::unique_ptr<ClientImpl> c(new ClientImpl(std::move(opts), lock_defaults));
+  PooledConn conn;
+  s = c->pool_.Get(Clock::now() + std::chrono::seconds(c->opts_.connect_timeout_s), &conn);
+  if (!s.ok()) return s;
+  c->server_ = conn->server();
+  s = c->InitSchema(*conn);
+  if (!s.ok()) return s;
+  *out = std::move(c);
+  return Status::OK();
+}
+
+Status ClientImpl::CheckColumns(Conn& conn, const std::string& table,
+                                const std::vector<std::pair<std::string, std::string>>& want) {
+  ExecResult r;
+  Status s = conn.Exec(
+      "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS "
+      "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
+      {Param::Text(table)}, &r);
+  if (!s.ok()) return s;
+  if (r.rows.empty()) return Status(Code::kState, "missing");
+  for (const auto& w : want) {
+    bool found = false;
+    for (const Row& row : r.rows) {
+      if (row[0] && *row[0] == w.first) {
+        found = row[1] && row[1]->compare(0, w.second.size(), w.second) == 0;
+        if (!found)
+          return Status(Code::kDb, "table " + table + " exists but column " + w.first + " is " +
+                                       (row[1] ? *row[1] : "NULL") + ", dlock needs " + w.second +
+                                       "...: choose another table name (table=/row_table=) or "
+                                       "migrate it (see README, Schema)");
+        break;
+      }
+    }
+    if (!found)
+      return Status(Code::kDb, "table " + table + " exists but has no column " + w.first +
+                                   ": choose another table name (table=/row_table=) or migrate it "
+                                   "(see README, Schema)");
+  }
+  return Status::OK();
+}
+
+Status ClientImpl::InitSchema(Conn& conn) {
+  const std::string t = opts_.table, f = opts_.table + "_fence", r = opts_.row_table;
+  const std::vector<std::pair<std::string, std::string>> lease_cols = {
+      {"lock_key", "varbinary("}, {"owner", "varbinary("}, {"expire_time", "datetime(6)"},
+      {"create_time", "datetime(6)"}, {"fence", "bigint"}};
+  const std::vector<std::pair<std::string, std::string>> fence_cols = {{"id", "tinyint"},
+                                                                       {"fence_floor", "bigint"}};
+  const std::vector<std::pair<std::string, std::string>> row_cols = {
+      {"lock_name", "varbinary("}, {"fence", "bigint"}, {"updated_time", "datetime(6)"}};
+  struct Table {
+    const std::string& name;
+    const std::vector<std::pair<std::string, std::string>>& cols;
+    std::string ddl;
+  };
+  // Every column is binary or numeric: the server's default character set
+  // and collation cannot change what a key means (B2).
+  const Table tables[] = {
+      {t, lease_cols,
+       "CREATE TABLE IF NOT EXISTS " + Quote(t) +
+           " (lock_key VARBINARY(512) NOT NULL COMMENT 'lock name, compared byte for byte',"
+           " owner VARBINARY(255) NOT NULL COMMENT 'host:pid:uuid of the holder; empty = free',"
+           " expire_time DATETIME(6) NOT NULL COMMENT 'UTC, by the server clock',"
+           " create_time DATETIME(6) NOT NULL COMMENT 'UTC, when the current holder acquired',"
+           " fence BIGINT UNSIGNED NOT NULL COMMENT 'fencing token: grows with every acquisition',"
+           " PRIMARY KEY (lock_key), KEY idx_expire_time (expire_time))"
+           " ENGINE=InnoDB COMMENT='dlock lease locks'"},
+      {f, fence_cols,
+       "CREATE TABLE IF NOT EXISTS " + Quote(f) +
+           " (id TINYINT UNSIGNED NOT NULL PRIMARY KEY,"
+           " fence_floor BIGINT UNSIGNED NOT NULL COMMENT 'highest token of any deleted lease row')"
+           " ENGINE=InnoDB COMMENT='dlock: fencing floor kept across cleanup'"},
+      {r, row_cols,
+       "CREATE TABLE IF NOT EXISTS " + Quote(r) +
+           " (lock_name VARBINARY(512) NOT NULL COMMENT 'lock name, compared byte for byte',"
+           " fence BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'fencing token',"
+           " updated_time DATETIME(6) NULL COMMENT 'UTC, last acquisition',"
+           " PRIMARY KEY (lock_name)) ENGINE=InnoDB COMMENT='dlock row locks (SELECT ... FOR UPDATE)'"},
+  };
+  for (const Table& tb : tables) {
+    Status s = CheckColumns(conn, tb.name, tb.cols);
+    if (s.code() == Code::kState) {  // missing: create it
+      s = conn.Query(tb.ddl);
+      if (!s.ok()) return s;
+      s = CheckColumns(conn, tb.name, tb.cols);
+    }
+    if (!s.ok()) return s;
+  }
+  return conn.Query("INSERT IGNORE INTO " + Quote(f) + " (id, fence_floor) VALUES (1, 0)");
+}
+
+std::string ClientImpl::NewOwner() {
+  unsigned char b[16];
+  ssize_t n = getrandom(b, sizeof b, 0);
+  if (n != static_cast<ssize_t>(sizeof b)) {  // never expected; fall back, still unique enough
+    std::random_device rd;
+    for (auto& x : b) x = static_cast<unsigned char>(rd());
+  }
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // UUID v4
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
+  char uuid[37];
+  std::snprintf(uuid, sizeof uuid,
+                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+                b[15]);
+  return host_ + ":" + std::to_string(getpid()) + ":" + uuid;
+}
+
+Status ClientImpl::GetConn(Clock::time_point deadline, PooledConn* out) {
+  auto floor = Clock::now() + kPoolGrace;
+  return pool_.Get(deadline > floor ? deadline : floor, out);
+}
+
+Status ClientImpl::LeaseAcquire(const std::string& key, const std::string& owner, int64_t ttl_ms,
+                                Clock::time_point deadline, LeaseAttempt* out) {
+  Status s;
+  int deadlocks = 0;
+  for (int conn_try = 0; conn_try < kConnRetries;) {
+    PooledConn c;
+    s = GetConn(deadline, &c);
+    if (!s.ok()) return s;
+    ExecResult r;
+    auto sent = Clock::now();
+    s = c->Exec(lease_sql_.acquire, {Param::Bytes(key), Param::Bytes(owner), Param::Int(ttl_ms * 1000)}, &r);
+    if (s.ok()) {
+      // 1 = inserted, 2 = took over / repeated our own; 0 = held by another.
+      out->won = r.affected > 0;
+      out->sent_at = sent;
+      if (out->won) {
+        out->fence = r.insert_id;
+        out->remaining_us = ttl_ms * 1000;
+      } else {
+        out->fence = 0;
+        out->remaining_us = static_cast<int64_t>(r.insert_id);
+      }
+      return s;
+    }
+    if (s.server_errno() == ER_LOCK_DEADLOCK && deadlocks < kDeadlockRetries) {
+      JitterSleep(deadlocks++);
+      continue;
+    }
+    if (!c->broken()) return s;
+    ++conn_try;  // dropped: the statement is idempotent for our owner, re-run it
+  }
+  return s;
+}
+
+Status ClientImpl::LeaseRenew(const std::string& key, const std::string& owner, int64_t ttl_ms,
+                              bool* renewed, Clock::time_point* sent_at) {
+  Status s;
+  int deadlocks = 0;
+  for (int conn_try = 0; conn_try < kConnRetries;) {
+    PooledConn c;
+    s = GetConn(Clock::now(), &c);
+    if (!s.ok()) return s;
+    ExecResult r;
+    *sent_at = Clock::now();
+    s = c->Exec(lease_sql_.renew, {Param::Int(ttl_ms * 1000), Param::Bytes(key), Param::Bytes(owner)}, &r);
+    if (s.ok()) {
+      *renewed = r.affected == 1;
+      return s;
+    }
+    if (s.server_errno() == ER_LOCK_DEADLOCK && deadlocks < kDeadlockRetries) {
+      JitterSleep(deadlocks++);
+      continue;
+    }
+    if (!c->broken()) return s;
+    ++conn_try;
+  }
+  return s;
+}
+
+Status ClientImpl::LeaseRelease(const std::string& key, const std::string& owner, bool* released,
+                                bool* ours) {
+  Status s;
+  int deadlocks = 0;
+  bool retried_after_drop = false;
+  for (int conn_try = 0; conn_try < kConnRetries;) {
+    PooledConn c;
+    s = GetConn(Clock::now(), &c);
+    if (!s.ok()) return s;
+    ExecResult r;
+    s = c->Exec(lease_sql_.release, {Param::Bytes(key), Param::Bytes(owner)}, &r);
+    if (s.ok()) {
+      *ours = r.affected == 1;
+      *released = *ours && r.insert_id == 1;
+      if (!*ours && retried_after_drop) {
+        // The first attempt may have released it before the drop: a free
+        // row (empty owner) means nobody took it since, so it was ours.
+        ExecResult rr;
+        s = c->Exec(lease_sql_.read, {Param::Bytes(key)}, &rr);
+        if (!s.ok()) return s;
+        if (!rr.rows.empty() && rr.rows[0][0] && rr.rows[0][0]->empty()) *ours = *released = true;
+      }
+      return Status::OK();
+    }
+    if (s.server_errno() == ER_LOCK_DEADLOCK && deadlocks < kDeadlockRetries) {
+      JitterSleep(deadlocks++);
+      continue;
+    }
+    if (!c->broken()) return s;
+    retried_after_drop = true;
+    ++conn_try;
+  }
+  return s;
+}
+
+Status ClientImpl::EnsureRow(Conn& conn, const std::string& name, bool force_check) {
+  if (!force_check) {
+    std::lock_guard<std::mutex> g(rows_mu_);
+    if (known_rows_.count(name)) return Status::OK();
+  }
+  ExecResult r;
+  // A plain (consistent, non-locking) read first: INSERT IGNORE on an
+  // existing row would wait for its holder.
+  Status s = conn.Exec(row_sql_.exists, {Param::Bytes(name)}, &r);
+  if (!s.ok()) return s;
+  if (r.rows.empty()) {
+    s = conn.Exec(row_sql_.create, {Param::Bytes(name)}, &r);
+    // 1205: someone created it and holds it already; it exists, which is all
+    // we need.
+    if (!s.ok() && s.server_errno() != ER_LOCK_WAIT_TIMEOUT) return s;
+  }
+  std::lock_guard<std::mutex> g(rows_mu_);
+  if (known_rows_.size() > 100000) known_rows_.clear();  // bound the memory
+  known_rows_.insert(name);
+  return Status::OK();
+}
+
+}  // namespace dlock

@@ -1,0 +1,102 @@
+// The client behind dlock::Client: options, the connection pool, the SQL of
+// both lock schemes (built once from validated table names) and the schema.
+#ifndef DLOCK_CORE_CLIENT_IMPL_H_
+#define DLOCK_CORE_CLIENT_IMPL_H_
+
+#include <sys/types.h>
+
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "dlock/core.hpp"
+#include "options.h"
+#include "pool.h"
+
+namespace dlock {
+
+// Lease-lock statements (scheme 1). Each is one round trip.
+struct LeaseSql {
+  std::string acquire;  // params: key, owner, ttl_us
+  std::string renew;    // params: ttl_us, key, owner
+  std::string release;  // params: key, owner
+  std::string read;     // params: key
+};
+
+// Row-lock statements (scheme 2).
+struct RowSql {
+  std::string exists;  // params: name
+  std::string create;  // params: name
+  std::string nowait;  // params: name; lock without waiting
+  // Lock waiting at most kRowSlicesMs[i] ms; params: name.
+  std::vector<std::string> sliced;
+};
+
+// The wait slices a row-lock acquisition is made of: a bounded set, so that
+// every statement stays prepared and cached.
+extern const int64_t kRowSlicesMs[];
+extern const size_t kRowSliceCount;
+
+struct LeaseAttempt {
+  bool won = false;
+  uint64_t fence = 0;           // when won
+  int64_t remaining_us = 0;     // when busy: the holder's lease, by the DB clock
+  Clock::time_point sent_at{};  // when the winning statement was sent
+};
+
+class ClientImpl {
+ public:
+  static Status Open(const std::string& url, const Config& cfg, std::unique_ptr<ClientImpl>* out);
+
+  const ClientOptions& options() const { return opts_; }
+  const LockOptions& lock_defaults() const { return lock_defaults_; }
+  const ServerInfo& server() const { return server_; }
+  Pool& pool() { return pool_; }
+  pid_t pid() const { return pid_; }
+  const LeaseSql& lease_sql() const { return lease_sql_; }
+  const RowSql& row_sql() const { return row_sql_; }
+
+  // host:pid:uuid, new for every acquisition (A4).
+  std::string NewOwner();
+
+  // Borrow a connection for one statement; waits at most until deadline, but
+  // at least kPoolGrace so that a zero wait still gets a connection.
+  Status GetConn(Clock::time_point deadline, PooledConn* out);
+
+  // Scheme 1, one statement each, re-run on a fresh connection when the
+  // connection drops (they are idempotent for the same owner) and on 1213.
+  Status LeaseAcquire(const std::string& key, const std::string& owner, int64_t ttl_ms,
+                      Clock::time_point deadline, LeaseAttempt* out);
+  // *renewed: the row was ours and live by the DB clock, and is extended.
+  Status LeaseRenew(const std::string& key, const std::string& owner, int64_t ttl_ms,
+                    bool* renewed, Clock::time_point* sent_at);
+  // *released: our row was live and is now free; *ours: it was still ours
+  // (false = someone else's now).
+  Status LeaseRelease(const std::string& key, const std::string& owner, bool* released,
+                      bool* ours);
+
+  // Row locks: make sure the row exists without ever locking a gap.
+  Status EnsureRow(Conn& conn, const std::string& name, bool force_check);
+
+ private:
+  ClientImpl(ClientOptions opts, LockOptions lock_defaults);
+  Status InitSchema(Conn& conn);
+  Status CheckColumns(Conn& conn, const std::string& table,
+                      const std::vector<std::pair<std::string, std::string>>& want);
+
+  ClientOptions opts_;
+  LockOptions lock_defaults_;
+  Pool pool_;
+  ServerInfo server_;
+  pid_t pid_;
+  std::string host_;
+  LeaseSql lease_sql_;
+  RowSql row_sql_;
+  std::mutex rows_mu_;
+  std::unordered_set<std::string> known_rows_;
+};
+
+}  // namespace dlock
+
+#endif  // DLOCK_CORE_CLIENT_IMPL_H_

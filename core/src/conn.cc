@@ -1,0 +1,306 @@
+#include "conn.h"
+
+#include <errmsg.h>
+#include <mysqld_error.h>
+
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+#include <strings.h>
+
+namespace dlock {
+
+namespace {
+
+std::once_flag g_library_once;
+
+void LibraryInit() {
+  // mysql_init() would do this lazily, but that is not thread-safe.
+  std::call_once(g_library_once, [] { mysql_library_init(0, nullptr, nullptr); });
+}
+
+// A fetched column is read into this buffer first; longer values are fetched
+// again at their full length, so nothing is truncated.
+constexpr size_t kColumnBuffer = 1024;
+
+}  // namespace
+
+bool IsConnectionError(unsigned err) {
+  switch (err) {
+    case CR_SERVER_GONE_ERROR:   // 2006
+    case CR_SERVER_LOST:         // 2013
+    case CR_CONNECTION_ERROR:    // 2002
+    case CR_CONN_HOST_ERROR:     // 2003
+    case CR_UNKNOWN_HOST:        // 2005
+    case CR_COMMANDS_OUT_OF_SYNC:  // 2014: protocol state is unknown
+    case 2026:                   // TLS
+    case 2055:                   // CR_SERVER_LOST_EXTENDED
+    case 5013:                   // CR_ERR_NET_READ
+    case 5014:                   // CR_ERR_NET_WRITE
+    case ER_CONNECTION_KILLED:   // 1927
+    case ER_SERVER_SHUTDOWN:     // 1053
+    case 4031:                   // MySQL 8 ER_CLIENT_INTERACTION_TIMEOUT (harmless on MariaDB)
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsOutcomeUnknown(unsigned err) {
+  // Lost while a statement was in flight: the server may have run it.
+  return err == CR_SERVER_LOST || err == 2055 || err == 5013 || err == ER_CONNECTION_KILLED ||
+         err == ER_SERVER_SHUTDOWN;
+}
+
+Code ClassifyError(unsigned err) {
+  switch (err) {
+    case ER_OPTION_PREVENTS_STATEMENT:  // 1290 --read-only
+    case 1792:                          // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+    case 1836:                          // ER_READ_ONLY_MODE
+      return Code::kReadOnly;
+    case ER_ACCESS_DENIED_ERROR:  // 1045
+    case ER_DBACCESS_DENIED_ERROR:
+    case ER_BAD_DB_ERROR:
+    case ER_HOST_NOT_PRIVILEGED:
+    case ER_CON_COUNT_ERROR:
+    case ER_TOO_MANY_USER_CONNECTIONS:
+      return Code::kConnect;
+    default:
+      return IsConnectionError(err) ? Code::kConnect : Code::kDb;
+  }
+}
+
+Status Conn::Connect(const ClientOptions& o, std::unique_ptr<Conn>* out) {
+  LibraryInit();
+  MYSQL* m = mysql_init(nullptr);
+  if (m == nullptr) return Status::Internal("mysql_init failed (out of memory)");
+  unsigned ct = static_cast<unsigned>(o.connect_timeout_s);
+  unsigned rt = static_cast<unsigned>(o.read_timeout_s);
+  my_bool off = 0;
+  mysql_optionsv(m, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
+  mysql_optionsv(m, MYSQL_OPT_READ_TIMEOUT, &rt);
+  mysql_optionsv(m, MYSQL_OPT_WRITE_TIMEOUT, &rt);
+  // A silent reconnect would drop row locks and session state unnoticed.
+  mysql_optionsv(m, MYSQL_OPT_RECONNECT, &off);
+  mysql_optionsv(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+  // UTC for every session: DATETIME + UTC_TIMESTAMP() is zone-independent,
+  // this is a second guard. Strict mode turns truncation into an error.
+  mysql_optionsv(m, MYSQL_INIT_COMMAND,
+                 "SET SESSION time_zone='+00:00', "
+                 "sql_mode='STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,NO_AUTO_VALUE_ON_ZERO'");
+  if (o.ssl_mode != SslMode::kDisable) {
+    my_bool on = 1;
+    mysql_optionsv(m, MYSQL_OPT_SSL_ENFORCE, &on);
+    if (o.ssl_mode == SslMode::kVerify) mysql_optionsv(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &on);
+    if (!o.ssl_ca.empty()) mysql_optionsv(m, MYSQL_OPT_SSL_CA, o.ssl_ca.c_str());
+  }
+  const char* host = o.socket.empty() ? o.host.c_str() : "localhost";
+  const char* sock = o.socket.empty() ? nullptr : o.socket.c_str();
+  if (mysql_real_connect(m, host, o.user.empty() ? nullptr : o.user.c_str(),
+                         o.password.c_str(), o.database.c_str(), o.socket.empty() ? o.port : 0,
+                         sock, 0) == nullptr) {
+    unsigned err = mysql_errno(m);
+    std::string msg = "cannot connect to " + o.Where() + ": " + mysql_error(m) + " (" +
+                      std::to_string(err) + ")";
+    mysql_close(m);
+    Code code = ClassifyError(err);
+    if (code == Code::kDb) code = Code::kConnect;
+    return Status(code, msg, static_cast<int>(err));
+  }
+  std::unique_ptr<Conn> c(new Conn(m));
+  c->where_ = o.Where();
+  Status s = c->ReadServerInfo();
+  if (!s.ok()) return s;
+  *out = std::move(c);
+  return Status::OK();
+}
+
+Conn::Conn(MYSQL* m) : m_(m), pid_(getpid()) {}
+
+Conn::~Conn() {
+  // In a forked child the socket is the parent's: closing it politely would
+  // send COM_QUIT and end the parent's session (and its row locks). Leak.
+  if (getpid() != pid_) return;
+  for (auto& kv : stmts_) mysql_stmt_close(kv.second);
+  mysql_close(m_);
+}
+
+Status Conn::Ping() {
+  if (broken_) return Status(Code::kConnect, "connection to " + where_ + " is broken", CR_SERVER_GONE_ERROR);
+  Count();
+  if (mysql_ping(m_) != 0) {
+    broken_ = true;  // ping fails only when the session is gone
+    return Fail("ping", mysql_errno(m_), mysql_error(m_));
+  }
+  return Status::OK();
+}
+
+unsigned long Conn::thread_id() const { return mysql_thread_id(m_); }
+
+Status Conn::Fail(const char* what, unsigned err, const char* msg) {
+  if (IsConnectionError(err)) broken_ = true;
+  return Status(ClassifyError(err),
+                std::string(what) + " on " + where_ + ": " + msg + " (" + std::to_string(err) + ")",
+                static_cast<int>(err));
+}
+
+Status Conn::ReadServerInfo() {
+  // One round trip; information_schema so that servers built without wsrep
+  // do not fail on an unknown variable.
+  const char* sql =
+      "SELECT @@global.read_only, @@global.innodb_read_only, @@version, "
+      "IFNULL((SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES "
+      "WHERE VARIABLE_NAME='WSREP_ON'),'OFF')";
+  if (mysql_real_query(m_, sql, std::strlen(sql)) != 0)
+    return Fail("reading server state", mysql_errno(m_), mysql_error(m_));
+  MYSQL_RES* res = mysql_store_result(m_);
+  if (res == nullptr) return Fail("reading server state", mysql_errno(m_), mysql_error(m_));
+  MYSQL_ROW row = mysql_fetch_row(res);
+  if (row != nullptr) {
+    server_.read_only = (row[0] && std::strcmp(row[0], "0") != 0) ||
+                        (row[1] && std::strcmp(row[1], "0") != 0);
+    server_.version = row[2] ? row[2] : "";
+    server_.galera = row[3] && (strcasecmp(row[3], "ON") == 0 || std::strcmp(row[3], "1") == 0);
+  }
+  mysql_free_result(res);
+  return Status::OK();
+}
+
+Status Conn::Query(const std::string& sql) {
+  if (broken_) return Status(Code::kConnect, "connection to " + where_ + " is broken", CR_SERVER_GONE_ERROR);
+  Count();
+  if (mysql_real_query(m_, sql.data(), sql.size()) != 0)
+    return Fail("query", mysql_errno(m_), mysql_error(m_));
+  // Drain any result so the connection stays in sync.
+  MYSQL_RES* res = mysql_store_result(m_);
+  if (res != nullptr) mysql_free_result(res);
+  return Status::OK();
+}
+
+Status Conn::Exec(const std::string& sql, const std::vector<Param>& params, ExecResult* out,
+                  bool cache) {
+  if (broken_) return Status(Code::kConnect, "connection to " + where_ + " is broken", CR_SERVER_GONE_ERROR);
+  out->affected = 0;
+  out->insert_id = 0;
+  out->rows.clear();
+
+  if (cache) {
+    auto it = stmts_.find(sql);
+    if (it != stmts_.end()) return Run(it->second, params, out);
+  }
+  MYSQL_STMT* st = mysql_stmt_init(m_);
+  if (st == nullptr) return Status::Internal("mysql_stmt_init failed (out of memory)");
+  Count();
+  if (mysql_stmt_prepare(st, sql.data(), sql.size()) != 0) {
+    Status s = Fail("prepare", mysql_stmt_errno(st), mysql_stmt_error(st));
+    mysql_stmt_close(st);
+    return s;
+  }
+  if (!cache) {
+    Status s = Run(st, params, out);
+    mysql_stmt_close(st);
+    return s;
+  }
+  stmts_.emplace(sql, st);
+  return Run(st, params, out);
+}
+
+Status Conn::Run(MYSQL_STMT* st, const std::vector<Param>& params, ExecResult* out) {
+  if (mysql_stmt_param_count(st) != params.size())
+    return Status::Invalid("statement expects " + std::to_string(mysql_stmt_param_count(st)) +
+                           " parameters, got " + std::to_string(params.size()));
+
+  std::vector<MYSQL_BIND> binds(params.size());
+  std::vector<unsigned long> lengths(params.size());
+  std::vector<long long> ints(params.size());
+  std::vector<my_bool> nulls(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    MYSQL_BIND& b = binds[i];
+    std::memset(&b, 0, sizeof b);
+    const Param& p = params[i];
+    if (p.kind == Param::kInt) {
+      ints[i] = p.i;
+      b.buffer_type = MYSQL_TYPE_LONGLONG;
+      b.buffer = &ints[i];
+    } else if ((p.kind == Param::kBytes || p.kind == Param::kText) && p.s != nullptr) {
+      // BLOB = binary: the bytes reach VARBINARY columns unchanged. Text goes
+      // in the connection's character set (utf8mb4).
+      lengths[i] = static_cast<unsigned long>(p.s->size());
+      b.buffer_type = p.kind == Param::kBytes ? MYSQL_TYPE_BLOB : MYSQL_TYPE_STRING;
+      b.buffer = const_cast<char*>(p.s->data());
+      b.buffer_length = lengths[i];
+      b.length = &lengths[i];
+    } else {
+      nulls[i] = 1;
+      b.buffer_type = MYSQL_TYPE_NULL;
+      b.is_null = &nulls[i];
+    }
+  }
+  if (!params.empty() && mysql_stmt_bind_param(st, binds.data()) != 0)
+    return Fail("bind", mysql_stmt_errno(st), mysql_stmt_error(st));
+  Count();
+  if (mysql_stmt_execute(st) != 0) {
+    unsigned err = mysql_stmt_errno(st);
+    return Fail("execute", err, mysql_stmt_error(st));
+  }
+  out->affected = mysql_stmt_affected_rows(st);
+  out->insert_id = mysql_stmt_insert_id(st);
+  unsigned nfields = mysql_stmt_field_count(st);
+  if (nfields == 0) return Status::OK();
+
+  if (mysql_stmt_store_result(st) != 0) {
+    Status s = Fail("store result", mysql_stmt_errno(st), mysql_stmt_error(st));
+    mysql_stmt_free_result(st);
+    return s;
+  }
+  std::vector<MYSQL_BIND> rb(nfields);
+  std::vector<std::vector<char>> bufs(nfields, std::vector<char>(kColumnBuffer));
+  std::vector<unsigned long> rlen(nfields);
+  std::vector<my_bool> rnull(nfields), rerr(nfields);
+  for (unsigned i = 0; i < nfields; ++i) {
+    std::memset(&rb[i], 0, sizeof rb[i]);
+    rb[i].buffer_type = MYSQL_TYPE_STRING;
+    rb[i].buffer = bufs[i].data();
+    rb[i].buffer_length = kColumnBuffer;
+    rb[i].length = &rlen[i];
+    rb[i].is_null = &rnull[i];
+    rb[i].error = &rerr[i];
+  }
+  Status s;
+  if (mysql_stmt_bind_result(st, rb.data()) != 0) {
+    s = Fail("bind result", mysql_stmt_errno(st), mysql_stmt_error(st));
+  } else {
+    for (;;) {
+      int rc = mysql_stmt_fetch(st);
+      if (rc == MYSQL_NO_DATA) break;
+      if (rc == 1) {
+        s = Fail("fetch", mysql_stmt_errno(st), mysql_stmt_error(st));
+        break;
+      }
+      Row row(nfields);
+      for (unsigned i = 0; i < nfields; ++i) {
+        if (rnull[i]) continue;
+        if (rlen[i] <= kColumnBuffer) {
+          row[i] = std::string(bufs[i].data(), rlen[i]);
+        } else {
+          std::string big(rlen[i], '\0');
+          MYSQL_BIND one;
+          std::memset(&one, 0, sizeof one);
+          unsigned long got = 0;
+          one.buffer_type = MYSQL_TYPE_STRING;
+          one.buffer = &big[0];
+          one.buffer_length = rlen[i];
+          one.length = &got;
+          mysql_stmt_fetch_column(st, &one, i, 0);
+          row[i] = std::move(big);
+        }
+      }
+      out->rows.push_back(std::move(row));
+    }
+  }
+  mysql_stmt_free_result(st);
+  return s;
+}
+
+}  // namespace dlock

@@ -1,0 +1,103 @@
+// One MariaDB connection with its prepared statements. Used by one thread at
+// a time (the protocol is strictly request/response).
+#ifndef DLOCK_CORE_CONN_H_
+#define DLOCK_CORE_CONN_H_
+
+#include <mysql.h>
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "dlock/core.hpp"
+#include "options.h"
+
+namespace dlock {
+
+// A statement parameter: an integer, bytes, or NULL.
+struct Param {
+  enum Kind { kInt, kBytes, kText, kNull } kind;
+  int64_t i = 0;
+  const std::string* s = nullptr;
+  static Param Int(int64_t v) { return Param{kInt, v, nullptr}; }
+  static Param Bytes(const std::string& v) { return Param{kBytes, 0, &v}; }
+  static Param Text(const std::string& v) { return Param{kText, 0, &v}; }
+  static Param Null() { return Param{kNull, 0, nullptr}; }
+};
+
+using Row = std::vector<std::optional<std::string>>;
+
+struct ExecResult {
+  uint64_t affected = 0;
+  uint64_t insert_id = 0;
+  std::vector<Row> rows;
+};
+
+// Server facts read once per connection.
+struct ServerInfo {
+  bool read_only = false;
+  bool galera = false;
+  std::string version;
+};
+
+// Errors after which the connection is unusable.
+bool IsConnectionError(unsigned err);
+// Errors after which a statement's outcome is unknown (it may have committed).
+bool IsOutcomeUnknown(unsigned err);
+
+class Conn {
+ public:
+  static Status Connect(const ClientOptions& opts, std::unique_ptr<Conn>* out);
+  ~Conn();
+  Conn(const Conn&) = delete;
+  Conn& operator=(const Conn&) = delete;
+
+  // Runs sql as a (cached) prepared statement. Result columns come back as
+  // bytes. On error the Status carries the server errno; the connection is
+  // marked broken after connection errors.
+  // cache=false prepares, runs and closes (for caller-supplied SQL).
+  Status Exec(const std::string& sql, const std::vector<Param>& params, ExecResult* out,
+              bool cache = true);
+  // Text protocol, for statements that cannot be prepared (BEGIN/COMMIT...).
+  Status Query(const std::string& sql);
+
+  // Cheap liveness check (COM_PING); marks the connection broken on failure.
+  Status Ping();
+  bool broken() const { return broken_; }
+  // Counts every statement sent (for the client's counters).
+  void set_counter(std::atomic<uint64_t>* c) { sent_ = c; }
+  void MarkBroken() { broken_ = true; }
+  unsigned long thread_id() const;
+  const ServerInfo& server() const { return server_; }
+  MYSQL* raw() { return m_; }
+
+ private:
+  explicit Conn(MYSQL* m);
+  Status Run(MYSQL_STMT* st, const std::vector<Param>& params, ExecResult* out);
+  void Count() {
+    if (sent_ != nullptr) sent_->fetch_add(1, std::memory_order_relaxed);
+  }
+  Status Fail(const char* what, unsigned err, const char* msg);
+  Status ReadServerInfo();
+
+  MYSQL* m_;
+  pid_t pid_;  // after fork() a child must not talk on its parent's socket
+  bool broken_ = false;
+  std::atomic<uint64_t>* sent_ = nullptr;
+  ServerInfo server_;
+  std::string where_;
+  std::unordered_map<std::string, MYSQL_STMT*> stmts_;
+};
+
+// Maps a server/client errno to a dlock status code.
+Code ClassifyError(unsigned err);
+
+}  // namespace dlock
+
+#endif  // DLOCK_CORE_CONN_H_

@@ -1,0 +1,80 @@
+#include "pool.h"
+
+namespace dlock {
+
+PooledConn& PooledConn::operator=(PooledConn&& o) noexcept {
+  if (this != &o) {
+    Reset();
+    pool_ = o.pool_;
+    conn_ = std::move(o.conn_);
+    o.pool_ = nullptr;
+  }
+  return *this;
+}
+
+void PooledConn::Reset() {
+  if (pool_ != nullptr && conn_ != nullptr) pool_->Put(std::move(conn_));
+  conn_.reset();
+  pool_ = nullptr;
+}
+
+Pool::~Pool() {
+  std::lock_guard<std::mutex> g(mu_);
+  idle_.clear();
+}
+
+int Pool::open_count() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return open_;
+}
+
+Status Pool::Get(Clock::time_point deadline, PooledConn* out) {
+  std::unique_lock<std::mutex> g(mu_);
+  for (;;) {
+    if (!idle_.empty()) {
+      std::unique_ptr<Conn> c = std::move(idle_.back());
+      idle_.pop_back();
+      *out = PooledConn(this, std::move(c));
+      return Status::OK();
+    }
+    if (open_ < opts_.pool) {
+      ++open_;
+      g.unlock();
+      std::unique_ptr<Conn> c;
+      Status s = Conn::Connect(opts_, &c);
+      if (s.ok()) c->set_counter(&sent_);
+      if (s.ok() && c->server().read_only) {
+        s = Status(Code::kReadOnly,
+                   "server " + opts_.Where() +
+                       " is read-only (a replica?): locks must be taken on the primary");
+        c.reset();
+      }
+      if (!s.ok()) {
+        g.lock();
+        --open_;
+        cv_.notify_one();
+        return s;
+      }
+      *out = PooledConn(this, std::move(c));
+      return Status::OK();
+    }
+    if (cv_.wait_until(g, deadline) == std::cv_status::timeout && idle_.empty() &&
+        open_ >= opts_.pool) {
+      return Status(Code::kPool, "all " + std::to_string(opts_.pool) +
+                                     " lock connections are busy (raise pool= or wait longer)");
+    }
+  }
+}
+
+void Pool::Put(std::unique_ptr<Conn> c) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (c->broken()) {
+    --open_;
+    c.reset();
+  } else {
+    idle_.push_back(std::move(c));
+  }
+  cv_.notify_one();
+}
+
+}  // namespace dlock

@@ -1,0 +1,63 @@
+// A bounded pool of lock connections (article 6.3: lock traffic never
+// competes with the application's own pool).
+#ifndef DLOCK_CORE_POOL_H_
+#define DLOCK_CORE_POOL_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "conn.h"
+#include "options.h"
+
+namespace dlock {
+
+using Clock = std::chrono::steady_clock;
+
+class Pool;
+
+// A connection borrowed from the pool; goes back on destruction.
+class PooledConn {
+ public:
+  PooledConn() = default;
+  PooledConn(Pool* pool, std::unique_ptr<Conn> c) : pool_(pool), conn_(std::move(c)) {}
+  PooledConn(PooledConn&& o) noexcept : pool_(o.pool_), conn_(std::move(o.conn_)) { o.pool_ = nullptr; }
+  PooledConn& operator=(PooledConn&& o) noexcept;
+  ~PooledConn() { Reset(); }
+  void Reset();
+  Conn* operator->() const { return conn_.get(); }
+  Conn& operator*() const { return *conn_; }
+  explicit operator bool() const { return conn_ != nullptr; }
+
+ private:
+  Pool* pool_ = nullptr;
+  std::unique_ptr<Conn> conn_;
+};
+
+class Pool {
+ public:
+  explicit Pool(const ClientOptions& opts) : opts_(opts) {}
+  ~Pool();
+  // Waits until deadline for a free connection (opening one if below the
+  // bound). A new connection is checked: writable, and its server facts read.
+  Status Get(Clock::time_point deadline, PooledConn* out);
+  void Put(std::unique_ptr<Conn> c);
+  int open_count() const;
+  uint64_t statements_sent() const { return sent_.load(std::memory_order_relaxed); }
+  const ClientOptions& options() const { return opts_; }
+
+ private:
+  ClientOptions opts_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Conn>> idle_;
+  int open_ = 0;
+  std::atomic<uint64_t> sent_{0};
+};
+
+}  // namespace dlock
+
+#endif  // DLOCK_CORE_POOL_H_
