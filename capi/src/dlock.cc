@@ -29,7 +29,15 @@ static_assert(DLOCK_OK == static_cast<int>(dlock::Code::kOk), "codes");
 static_assert(DLOCK_BUSY == static_cast<int>(dlock::Code::kBusy), "codes");
 static_assert(DLOCK_E_LOST == static_cast<int>(dlock::Code::kLost), "codes");
 static_assert(DLOCK_E_TIMEOUT == static_cast<int>(dlock::Code::kTimeout), "codes");
+static_assert(DLOCK_E_MAX_HOLD == static_cast<int>(dlock::Code::kMaxHold), "codes");
 static_assert(DLOCK_STATE_LOST == static_cast<int>(dlock::LockState::kLost), "states");
+static_assert(DLOCK_EVENT_CLEANUP == static_cast<int>(dlock::EventType::kCleanup), "events");
+
+void CopyString(char* dst, size_t cap, const std::string& src) {
+  size_t n = src.size() < cap - 1 ? src.size() : cap - 1;
+  std::memcpy(dst, src.data(), n);
+  dst[n] = '\0';
+}
 
 int Fill(dlock_error* err, int code, int server_errno, const char* msg) {
   if (err != nullptr) {
@@ -179,6 +187,67 @@ int dlock_exec(dlock_lock* lock, const char* sql, const char* const* params, siz
       }
     }
     return Report(lock->lock->Exec(sql, ps, out_affected), err);
+  });
+}
+
+int dlock_begin(dlock_lock* lock, dlock_error* err) {
+  if (lock == nullptr) return Null(err, "lock");
+  return Guard(err, [&] { return Report(lock->lock->Begin(), err); });
+}
+
+int dlock_wait_lost(dlock_lock* lock, int64_t timeout_ms, dlock_error* err) {
+  if (lock == nullptr) return Null(err, "lock");
+  return Guard(err, [&] { return Report(lock->lock->WaitLost(timeout_ms), err); });
+}
+
+int dlock_cancel(dlock_lock* lock) {
+  if (lock == nullptr) return DLOCK_E_INVALID;
+  return Guard(nullptr, [&] {
+    lock->lock->Cancel();
+    return static_cast<int>(DLOCK_OK);
+  });
+}
+
+int dlock_hold_count(const dlock_lock* lock) { return lock == nullptr ? 0 : lock->lock->hold_count(); }
+
+int dlock_client_next_event(dlock_client* client, dlock_event* out, int64_t wait_ms,
+                            dlock_error* err) {
+  if (client == nullptr) return Null(err, "client");
+  if (out == nullptr) return Null(err, "out");
+  return Guard(err, [&] {
+    dlock::Event e;
+    dlock::Status s = client->client->NextEvent(wait_ms, &e);
+    if (!s.ok()) return Report(s, err);
+    std::memset(out, 0, sizeof *out);
+    out->type = static_cast<int>(e.type);
+    out->severity = static_cast<int>(e.severity);
+    out->unix_ms = e.unix_ms;
+    out->token = e.token;
+    out->key_len = e.key.size() < sizeof out->key ? e.key.size() : sizeof out->key - 1;
+    std::memcpy(out->key, e.key.data(), out->key_len);
+    CopyString(out->owner, sizeof out->owner, e.owner);
+    CopyString(out->message, sizeof out->message, e.message);
+    return Fill(err, DLOCK_OK, 0, "");
+  });
+}
+
+int dlock_client_counter(const dlock_client* client, const char* name, uint64_t* out,
+                         dlock_error* err) {
+  if (client == nullptr) return Null(err, "client");
+  if (name == nullptr) return Null(err, "name");
+  if (out == nullptr) return Null(err, "out");
+  return Guard(err, [&] { return Report(client->client->Counter(name, out), err); });
+}
+
+const char* const* dlock_counter_names(void) { return dlock::Client::CounterNames(); }
+
+int dlock_client_cleanup(dlock_client* client, uint64_t* out_deleted, dlock_error* err) {
+  if (client == nullptr) return Null(err, "client");
+  return Guard(err, [&] {
+    uint64_t deleted = 0;
+    dlock::Status s = client->client->Cleanup(&deleted);
+    if (out_deleted != nullptr) *out_deleted = deleted;
+    return Report(s, err);
   });
 }
 

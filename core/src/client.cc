@@ -2,7 +2,9 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <thread>
 
@@ -44,7 +46,9 @@ ClientImpl::ClientImpl(ClientOptions opts, LockOptions lock_defaults)
       lock_defaults_(lock_defaults),
       pool_(opts_),
       pid_(getpid()),
-      host_(HostName()) {
+      host_(HostName()),
+      events_(static_cast<size_t>(opts_.events)),
+      renewer_(this) {
   const std::string t = Quote(opts_.table);
   const std::string f = Quote(opts_.table + "_fence");
   const std::string now = "UTC_TIMESTAMP(6)";
@@ -78,6 +82,10 @@ ClientImpl::ClientImpl(ClientOptions opts, LockOptions lock_defaults)
                        "WHERE lock_key = ? AND owner = ?";
   lease_sql_.read = "SELECT owner, fence, TIMESTAMPDIFF(MICROSECOND, " + now +
                     ", expire_time) FROM " + t + " WHERE lock_key = ?";
+  // Wake-up hint only (never exclusion): a waiter blocks here until the
+  // holder that came through this same path releases, or the timeout.
+  lease_sql_.get_name = "SELECT GET_LOCK(?, ? / 1000000)";
+  lease_sql_.release_name = "DO RELEASE_LOCK(?)";
 
   const std::string r = Quote(opts_.row_table);
   const std::string grab = "UPDATE " + r + " SET fence = LAST_INSERT_ID(fence + 1), updated_time = " +
@@ -109,14 +117,147 @@ Status ClientImpl::Open(const std::string& url, const Config& cfg, std::unique_p
     if (!s.ok()) return s;
   }
   std::unique_ptr<ClientImpl> c(new ClientImpl(std::move(opts), lock_defaults));
-  PooledConn conn;
-  s = c->pool_.Get(Clock::now() + std::chrono::seconds(c->opts_.connect_timeout_s), &conn);
-  if (!s.ok()) return s;
-  c->server_ = conn->server();
-  s = c->InitSchema(*conn);
-  if (!s.ok()) return s;
+  {
+    PooledConn conn;
+    s = c->pool_.Get(Clock::now() + std::chrono::seconds(c->opts_.connect_timeout_s), &conn);
+    if (!s.ok()) return s;
+    c->server_ = conn->server();
+    s = c->InitSchema(*conn);
+    if (!s.ok()) return s;
+  }
   *out = std::move(c);
   return Status::OK();
+}
+
+ClientImpl::~ClientImpl() {
+  {
+    std::lock_guard<std::mutex> g(janitor_mu_);
+    janitor_stop_ = true;
+    janitor_cv_.notify_all();
+  }
+  if (janitor_.joinable()) {
+    if (getpid() == pid_) janitor_.join();
+    else janitor_.detach();  // forked child: the thread is not ours
+  }
+}
+
+void ClientImpl::StartJanitor() {
+  if (opts_.cleanup_interval_ms <= 0) return;
+  janitor_ = std::thread([this] { JanitorLoop(); });
+}
+
+void ClientImpl::JanitorLoop() {
+  mysql_thread_init();
+  std::unique_lock<std::mutex> g(janitor_mu_);
+  while (!janitor_stop_) {
+    // Spread the clients of a fleet: +-10% jitter on the interval.
+    thread_local std::minstd_rand rng(std::random_device{}());
+    int64_t iv = opts_.cleanup_interval_ms;
+    std::uniform_int_distribution<int64_t> d(iv * 9 / 10, iv * 11 / 10);
+    if (janitor_cv_.wait_for(g, std::chrono::milliseconds(d(rng)), [&] { return janitor_stop_; }))
+      break;
+    g.unlock();
+    uint64_t deleted = 0;
+    bool ran = false;
+    Status s = Cleanup(&deleted, &ran);
+    if (!s.ok()) {
+      Event ev;
+      ev.type = EventType::kCleanup;
+      ev.severity = Severity::kWarning;
+      ev.message = "periodic cleanup failed: " + s.message();
+      PushEvent(std::move(ev));
+    }
+    g.lock();
+  }
+  g.unlock();
+  mysql_thread_end();
+}
+
+void ClientImpl::KillQuery(unsigned long thread_id) {
+  if (thread_id == 0) return;
+  // A connection of its own: the pool may be exhausted by the very waits
+  // being cancelled.
+  std::unique_ptr<Conn> c;
+  if (!Conn::Connect(opts_, &c).ok()) return;
+  c->set_counter(pool_.sent_counter());
+  c->Query("KILL QUERY " + std::to_string(thread_id));
+}
+
+Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
+  *deleted = 0;
+  *ran = false;
+  const std::string t = Quote(opts_.table), f = Quote(opts_.table + "_fence");
+  // One cleaner at a time across all clients: a lease of its own (A8).
+  static const std::string kGuard = "dlock:cleanup";
+  const std::string owner = NewOwner();
+  LeaseAttempt a;
+  Status s = LeaseAcquire(kGuard, owner, 60000, Clock::now(), nullptr, &a);
+  if (!s.ok()) return s;
+  if (!a.won) return Status::OK();
+  *ran = true;
+  PooledConn conn;
+  s = GetConn(Clock::now(), &conn);
+  ExecResult r;
+  std::string cutoff;
+  if (s.ok())
+    s = conn->Exec("SELECT DATE_FORMAT(UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND, '%Y-%m-%d %H:%i:%s.%f')",
+                   {Param::Int(opts_.cleanup_grace_ms * 1000)}, &r);
+  if (s.ok() && !r.rows.empty() && r.rows[0][0]) cutoff = *r.rows[0][0];
+  // Each batch is one transaction: the fence floor row is locked first (new
+  // keys read it with a share lock, so none is created meanwhile), the rows
+  // to delete are locked next (with their index gaps, so a release cannot
+  // move another row into the range), the floor rises above their tokens,
+  // and exactly those rows go. A re-created key then starts above every
+  // token it ever issued (B1).
+  for (int batch = 0; s.ok() && !cutoff.empty() && batch < 1000; ++batch) {
+    const std::string range = " WHERE expire_time < ? ORDER BY expire_time LIMIT ?";
+    std::vector<Param> p = {Param::Text(cutoff), Param::Int(opts_.cleanup_batch)};
+    s = conn->Query("START TRANSACTION");
+    if (s.ok()) s = conn->Exec("SELECT fence_floor FROM " + f + " WHERE id = 1 FOR UPDATE", {}, &r);
+    if (s.ok()) s = conn->Exec("SELECT fence FROM " + t + range + " FOR UPDATE", p, &r);
+    uint64_t n = 0, max_fence = 0;
+    if (s.ok()) {
+      n = r.rows.size();
+      for (const Row& row : r.rows)
+        if (row[0]) max_fence = std::max<uint64_t>(max_fence, std::strtoull(row[0]->c_str(), nullptr, 10));
+    }
+    if (s.ok() && n > 0) {
+      s = conn->Exec("UPDATE " + f + " SET fence_floor = GREATEST(fence_floor, ?) WHERE id = 1",
+                     {Param::Int(static_cast<int64_t>(max_fence))}, &r);
+      if (s.ok()) s = conn->Exec("DELETE FROM " + t + range, p, &r);
+      if (s.ok()) *deleted += r.affected;
+    }
+    if (s.ok()) s = conn->Query("COMMIT");
+    if (!s.ok()) {
+      if (!conn->broken()) conn->Query("ROLLBACK");
+      if (s.server_errno() == ER_LOCK_DEADLOCK) {  // an acquirer raced us: again
+        JitterSleep(std::min(batch, 5));
+        s = Status::OK();
+        continue;
+      }
+      break;
+    }
+    if (n < static_cast<uint64_t>(opts_.cleanup_batch)) break;
+  }
+  if (s.ok()) {
+    Status c = conn->Exec("SELECT COUNT(*) FROM " + t, {}, &r);
+    if (c.ok() && !r.rows.empty() && r.rows[0][0])
+      counters_.table_rows.store(std::strtoull(r.rows[0][0]->c_str(), nullptr, 10));
+  }
+  conn.Reset();
+  bool released = false, ours = false;
+  LeaseRelease(kGuard, owner, nullptr, &released, &ours);
+  counters_.cleanup_runs.fetch_add(1);
+  counters_.cleanup_deleted.fetch_add(*deleted);
+  if (*deleted > 0) {
+    Event ev;
+    ev.type = EventType::kCleanup;
+    ev.severity = Severity::kInfo;
+    ev.message = "cleanup deleted " + std::to_string(*deleted) + " expired lease rows; " +
+                 std::to_string(counters_.table_rows.load()) + " rows remain";
+    PushEvent(std::move(ev));
+  }
+  return s;
 }
 
 Status ClientImpl::CheckColumns(Conn& conn, const std::string& table,
@@ -222,16 +363,21 @@ Status ClientImpl::GetConn(Clock::time_point deadline, PooledConn* out) {
 }
 
 Status ClientImpl::LeaseAcquire(const std::string& key, const std::string& owner, int64_t ttl_ms,
-                                Clock::time_point deadline, LeaseAttempt* out) {
+                                Clock::time_point deadline, Conn* preferred, LeaseAttempt* out) {
   Status s;
   int deadlocks = 0;
   for (int conn_try = 0; conn_try < kConnRetries;) {
-    PooledConn c;
-    s = GetConn(deadline, &c);
-    if (!s.ok()) return s;
+    PooledConn pc;
+    Conn* c = preferred != nullptr && !preferred->broken() ? preferred : nullptr;
+    if (c == nullptr) {
+      s = GetConn(deadline, &pc);
+      if (!s.ok()) return s;
+      c = &*pc;
+    }
     ExecResult r;
     auto sent = Clock::now();
     s = c->Exec(lease_sql_.acquire, {Param::Bytes(key), Param::Bytes(owner), Param::Int(ttl_ms * 1000)}, &r);
+    if (c->broken()) preferred = nullptr;
     if (s.ok()) {
       // 1 = inserted, 2 = took over / repeated our own; 0 = held by another.
       out->won = r.affected > 0;
@@ -280,17 +426,22 @@ Status ClientImpl::LeaseRenew(const std::string& key, const std::string& owner, 
   return s;
 }
 
-Status ClientImpl::LeaseRelease(const std::string& key, const std::string& owner, bool* released,
-                                bool* ours) {
+Status ClientImpl::LeaseRelease(const std::string& key, const std::string& owner, Conn* preferred,
+                                bool* released, bool* ours) {
   Status s;
   int deadlocks = 0;
   bool retried_after_drop = false;
   for (int conn_try = 0; conn_try < kConnRetries;) {
-    PooledConn c;
-    s = GetConn(Clock::now(), &c);
-    if (!s.ok()) return s;
+    PooledConn pc;
+    Conn* c = preferred != nullptr && !preferred->broken() ? preferred : nullptr;
+    if (c == nullptr) {
+      s = GetConn(Clock::now(), &pc);
+      if (!s.ok()) return s;
+      c = &*pc;
+    }
     ExecResult r;
     s = c->Exec(lease_sql_.release, {Param::Bytes(key), Param::Bytes(owner)}, &r);
+    if (c->broken()) preferred = nullptr;
     if (s.ok()) {
       *ours = r.affected == 1;
       *released = *ours && r.insert_id == 1;

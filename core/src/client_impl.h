@@ -5,14 +5,19 @@
 
 #include <sys/types.h>
 
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
 #include "dlock/core.hpp"
+#include "events.h"
 #include "options.h"
 #include "pool.h"
+#include "renewer.h"
+#include "waiters.h"
 
 namespace dlock {
 
@@ -22,6 +27,8 @@ struct LeaseSql {
   std::string renew;    // params: ttl_us, key, owner
   std::string release;  // params: key, owner
   std::string read;     // params: key
+  std::string get_name;      // params: name, timeout_us -> 1 / 0 / NULL
+  std::string release_name;  // params: name
 };
 
 // Row-lock statements (scheme 2).
@@ -48,6 +55,7 @@ struct LeaseAttempt {
 class ClientImpl {
  public:
   static Status Open(const std::string& url, const Config& cfg, std::unique_ptr<ClientImpl>* out);
+  ~ClientImpl();
 
   const ClientOptions& options() const { return opts_; }
   const LockOptions& lock_defaults() const { return lock_defaults_; }
@@ -66,18 +74,37 @@ class ClientImpl {
 
   // Scheme 1, one statement each, re-run on a fresh connection when the
   // connection drops (they are idempotent for the same owner) and on 1213.
+  // preferred: a connection the caller already holds (used first; the pool
+  // serves the retries), or nullptr.
   Status LeaseAcquire(const std::string& key, const std::string& owner, int64_t ttl_ms,
-                      Clock::time_point deadline, LeaseAttempt* out);
+                      Clock::time_point deadline, Conn* preferred, LeaseAttempt* out);
   // *renewed: the row was ours and live by the DB clock, and is extended.
   Status LeaseRenew(const std::string& key, const std::string& owner, int64_t ttl_ms,
                     bool* renewed, Clock::time_point* sent_at);
   // *released: our row was live and is now free; *ours: it was still ours
   // (false = someone else's now).
-  Status LeaseRelease(const std::string& key, const std::string& owner, bool* released,
-                      bool* ours);
+  Status LeaseRelease(const std::string& key, const std::string& owner, Conn* preferred,
+                      bool* released, bool* ours);
 
   // Row locks: make sure the row exists without ever locking a gap.
   Status EnsureRow(Conn& conn, const std::string& name, bool force_check);
+
+  // A8: deletes leases expired for longer than the grace, in batches, while
+  // holding the cleanup lock (skipped, *ran = false, when another client
+  // holds it). Keeps the fencing floor above every deleted token.
+  Status Cleanup(uint64_t* deleted, bool* ran);
+
+  Counters& counters() { return counters_; }
+  void PushEvent(Event e) { events_.Push(std::move(e), &counters_.events_dropped); }
+  bool PopEvent(Clock::time_point deadline, Event* out) { return events_.Pop(deadline, out); }
+  Renewer& renewer() { return renewer_; }
+  WaitQueues& waiters() { return waiters_; }
+  // Wake-up names (GET_LOCK) are used unless the server is a Galera node.
+  bool wakeup_supported() const { return !server_.galera; }
+  // Runs KILL QUERY on a connection blocked in a server-side wait.
+  void KillQuery(unsigned long thread_id);
+  // Set by the facade: the Client that owns this impl (for the cleanup lock).
+  void set_owner(std::weak_ptr<Client> c) { self_ = std::move(c); }
 
  private:
   ClientImpl(ClientOptions opts, LockOptions lock_defaults);
@@ -95,6 +122,21 @@ class ClientImpl {
   RowSql row_sql_;
   std::mutex rows_mu_;
   std::unordered_set<std::string> known_rows_;
+  Counters counters_;
+  Events events_;
+  WaitQueues waiters_;
+  std::weak_ptr<Client> self_;
+  // Periodic cleanup (cleanup_interval_ms > 0).
+  std::mutex janitor_mu_;
+  std::condition_variable janitor_cv_;
+  bool janitor_stop_ = false;
+  std::thread janitor_;
+  void JanitorLoop();
+  // Declared last: destroyed first, while everything it uses still exists.
+  Renewer renewer_;
+
+ public:
+  void StartJanitor();
 };
 
 }  // namespace dlock

@@ -3,12 +3,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <mutex>
 #include <random>
 #include <thread>
 
 #include "client_impl.h"
 #include "dlock/core.hpp"
+#include "lock_impl.h"
 
 namespace dlock {
 
@@ -19,6 +21,9 @@ namespace {
 // sleeps past the moment the database said the lease ends.
 constexpr int64_t kPollMinUs = 2000;
 constexpr int64_t kPollMaxUs = 200000;
+// Waits on our own condition variables are sliced so Cancel() and expiry by
+// our clock are noticed without anyone notifying.
+constexpr auto kSlice = std::chrono::milliseconds(50);
 
 int64_t JitterUs(int64_t us) {
   thread_local std::minstd_rand rng(std::random_device{}());
@@ -26,328 +31,756 @@ int64_t JitterUs(int64_t us) {
   return d(rng);
 }
 
+// FNV-1a: stable across platforms and languages, so every binding maps a
+// key onto the same shard.
+uint64_t Fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string DbKey(const LockOptions& o, const std::string& key) {
+  if (o.shards <= 0) return key;
+  return o.shard_group + ":" + std::to_string(Fnv1a(key) % static_cast<uint64_t>(o.shards) + 1);
+}
+
+std::string WakeName(const std::string& table, const std::string& db_key) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(Fnv1a(db_key)));
+  return "dlock:" + table + ":" + hex;
+}
+
+Status CancelledStatus(const std::string& name) {
+  return Status(Code::kCancelled, "waiting for lock " + name + " was cancelled");
+}
+
 }  // namespace
 
-class LockImpl {
- public:
-  LockImpl(std::shared_ptr<Client> client, std::string key, LockOptions opts)
-      : client_(std::move(client)), c_(client_->impl()), key_(std::move(key)), opts_(opts),
-        pid_(getpid()) {}
+LockImpl::LockImpl(std::shared_ptr<Client> client, std::string key, LockOptions opts)
+    : client_(std::move(client)),
+      c_(client_->impl()),
+      key_(std::move(key)),
+      db_key_(DbKey(opts, key_)),
+      wake_name_(WakeName(c_->options().table, db_key_)),
+      opts_(opts),
+      pid_(getpid()) {}
 
-  ~LockImpl() {
-    if (getpid() != pid_) {
-      // Forked child: never touch the parent's lock or its connection.
-      row_conn_ = PooledConn();
-      return;
-    }
-    std::lock_guard<std::timed_mutex> g(op_mu_);
-    bool held;
-    {
-      std::lock_guard<std::mutex> s(st_mu_);
-      held = state_ == LockState::kHeld;
-    }
-    if (held) {
-      if (opts_.mode == LockMode::kRow) RowEnd("ROLLBACK");
-      else LeaseReleaseLocked();
-    }
+LockImpl::~LockImpl() {
+  if (getpid() != pid_) {
+    // Forked child: never touch the parent's lock or its connections.
+    row_conn_.Abandon();
+    own_conn_.Abandon();
+    return;
   }
-
-  Status Try(int64_t wait_ms) {
-    if (Status s = CheckPid(); !s.ok()) return s;
-    if (wait_ms < 0 || wait_ms > kMaxWaitMs)
-      return Status::Invalid("wait_ms must be 0.." + std::to_string(kMaxWaitMs) + ", got " +
-                             std::to_string(wait_ms));
-    const auto deadline = Clock::now() + std::chrono::milliseconds(wait_ms);
-    // Another thread's operation on this object may be running (e.g. a long
-    // wait): ours is bounded by our own wait.
-    std::unique_lock<std::timed_mutex> g(op_mu_, std::defer_lock);
-    if (!g.try_lock_until(deadline)) {
-      return Status::Busy("another call on this lock object kept it busy for the whole wait");
-    }
-    if (CurrentState() == LockState::kHeld)
-      return Status::StateError("lock " + Name() + " is already held by this lock object");
-    if (opts_.mode == LockMode::kRow) return RowTry(deadline);
-    return LeaseTry(deadline);
+  c_->renewer().Remove(this);
+  std::lock_guard<std::mutex> op(op_mu_);
+  bool held;
+  {
+    std::lock_guard<std::mutex> g(st_mu_);
+    held = state_ == LockState::kHeld;
   }
-
-  Status Renew() {
-    if (Status s = CheckPid(); !s.ok()) return s;
-    std::lock_guard<std::timed_mutex> g(op_mu_);
-    LockState st = CurrentState();
-    if (st == LockState::kIdle) return Status::StateError("lock " + Name() + " is not held");
-    if (st == LockState::kLost) return Status::Lost("lock " + Name() + " was lost: " + LostWhy());
+  if (held) {
     if (opts_.mode == LockMode::kRow) {
-      Status s = row_conn_->Ping();
-      if (!s.ok()) {
-        row_conn_ = PooledConn();
-        SetLost("the lock's connection died (the server rolled back and released the row lock)");
-        return Status(Code::kLost, "lock " + Name() + " was lost: " + LostWhy(), s.server_errno());
+      RowEnd("ROLLBACK");  // unfinished business is not committed
+    } else {
+      if (txn_open_) CommitOrRollbackTxn("ROLLBACK");
+      Status ignored;
+      LeaseReleaseDb(&ignored);
+    }
+    c_->waiters().Notify(db_key_);
+  }
+  DropWakeName();
+}
+
+std::string LockImpl::Name() const {
+  std::string n = "'" + QuoteKey(key_) + "'";
+  if (db_key_ != key_) n += " (shard '" + QuoteKey(db_key_) + "')";
+  return n;
+}
+
+Status LockImpl::CheckPid() const {
+  if (getpid() != pid_)
+    return Status(Code::kForked, "lock " + Name() +
+                                     " was created in another process (fork): open a new client "
+                                     "and lock in this process");
+  return Status::OK();
+}
+
+bool LockImpl::IsHolderLocked() const {
+  return opts_.holder == Holder::kLock || holder_ == std::this_thread::get_id();
+}
+
+LockState LockImpl::StateLocked() const {
+  if (state_ == LockState::kHeld && opts_.mode == LockMode::kLease && Clock::now() >= deadline_)
+    return LockState::kLost;
+  return state_;
+}
+
+std::string LockImpl::LostWhyLocked() const {
+  if (state_ == LockState::kHeld) return "its lease ran out before it was renewed";
+  return lost_why_;
+}
+
+void LockImpl::SetLostLocked(std::string why) {
+  if (state_ == LockState::kHeld && Clock::now() >= deadline_ && opts_.mode == LockMode::kLease)
+    why = "its lease ran out before it was renewed";
+  state_ = LockState::kLost;
+  lost_why_ = std::move(why);
+  cv_.notify_all();
+}
+
+LockState LockImpl::CurrentState() const {
+  std::lock_guard<std::mutex> g(st_mu_);
+  return StateLocked();
+}
+
+std::string LockImpl::Owner() const {
+  std::lock_guard<std::mutex> g(st_mu_);
+  return owner_;
+}
+
+const char* LockImpl::OwnerCstr() const {
+  std::lock_guard<std::mutex> g(st_mu_);
+  return owner_.c_str();
+}
+
+uint64_t LockImpl::Token() const {
+  std::lock_guard<std::mutex> g(st_mu_);
+  return fence_;
+}
+
+int64_t LockImpl::RemainingMs() const {
+  if (opts_.mode == LockMode::kRow) return -1;
+  std::lock_guard<std::mutex> g(st_mu_);
+  if (state_ != LockState::kHeld) return 0;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
+  return left > 0 ? left : 0;
+}
+
+int LockImpl::HoldCount() const {
+  std::lock_guard<std::mutex> g(st_mu_);
+  return StateLocked() == LockState::kHeld ? count_ : 0;
+}
+
+void LockImpl::OnRenewed(const std::string& owner, Clock::time_point deadline) {
+  std::lock_guard<std::mutex> g(st_mu_);
+  if (state_ == LockState::kHeld && owner_ == owner) deadline_ = deadline;
+}
+
+void LockImpl::OnLost(const std::string& owner, const std::string& why) {
+  std::lock_guard<std::mutex> g(st_mu_);
+  if (state_ == LockState::kHeld && owner_ == owner) SetLostLocked(why);
+}
+
+void LockImpl::Cancel() {
+  cancel_seq_.fetch_add(1);
+  {
+    std::lock_guard<std::mutex> g(st_mu_);
+    cv_.notify_all();
+  }
+  c_->waiters().Notify(db_key_);
+  unsigned long id = server_wait_id_.load();
+  if (id != 0) c_->KillQuery(id);
+}
+
+// ---- Try -----------------------------------------------------------------
+
+Status LockImpl::Try(int64_t wait_ms) {
+  if (Status s = CheckPid(); !s.ok()) return s;
+  if (wait_ms < 0 || wait_ms > kMaxWaitMs)
+    return Status::Invalid("wait_ms must be 0.." + std::to_string(kMaxWaitMs) + ", got " +
+                           std::to_string(wait_ms));
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::milliseconds(wait_ms);
+  const uint64_t cancel_seen = cancel_seq_.load();
+  Counters& k = c_->counters();
+  bool leftovers = false;
+  {
+    std::unique_lock<std::mutex> g(st_mu_);
+    for (;;) {
+      if (Cancelled(cancel_seen)) return CancelledStatus(Name());
+      LockState st = StateLocked();
+      if (st == LockState::kHeld) {
+        if (IsHolderLocked()) {
+          if (!opts_.reentrant)
+            return Status::StateError("lock " + Name() + " is already held by this holder (reentrant=0)");
+          ++count_;
+          k.reentries.fetch_add(1);
+          return Status::OK();
+        }
+      } else if (!acquiring_) {
+        break;
       }
-      return Status::OK();
+      // Another thread holds it (or is acquiring it) through this object.
+      auto now = Clock::now();
+      if (now >= deadline) {
+        k.busy.fetch_add(1);
+        return Status::Busy("lock " + Name() + " is held by another thread through this lock object");
+      }
+      cv_.wait_until(g, std::min(deadline, now + kSlice));
     }
-    bool renewed = false;
-    Clock::time_point sent;
-    Status s = c_->LeaseRenew(key_, Owner(), opts_.ttl_ms, &renewed, &sent);
-    if (!s.ok()) return s;
-    if (!renewed) {
-      SetLost("the lease had expired by the database clock or another owner took it");
-      return Status::Lost("lock " + Name() + " was lost: " + LostWhy());
+    acquiring_ = true;
+    leftovers = state_ == LockState::kLost;
+  }
+  if (leftovers) {
+    // A lost hold that nobody released: drop what it still pins.
+    c_->renewer().Remove(this);
+    std::lock_guard<std::mutex> op(op_mu_);
+    if (txn_open_) CommitOrRollbackTxn("ROLLBACK");
+    DropWakeName();
+    row_conn_.Reset();
+  }
+
+  Status s;
+  uint64_t fence = 0;
+  std::string owner;
+  Clock::time_point lease_deadline = Clock::time_point::max();
+  if (opts_.mode == LockMode::kRow) {
+    s = RowAcquire(deadline, cancel_seen, &fence);
+    owner = c_->NewOwner();
+  } else {
+    s = LeaseAcquire(deadline, cancel_seen, &fence, &owner, &lease_deadline);
+  }
+  const auto now = Clock::now();
+  k.wait_ms.fetch_add(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count()));
+  {
+    std::lock_guard<std::mutex> g(st_mu_);
+    acquiring_ = false;
+    if (s.ok()) {
+      state_ = LockState::kHeld;
+      owner_ = owner;
+      fence_ = fence;
+      deadline_ = lease_deadline;
+      acquired_at_ = opts_.mode == LockMode::kLease
+                         ? lease_deadline - std::chrono::milliseconds(opts_.ttl_ms)
+                         : now;
+      holder_ = std::this_thread::get_id();
+      count_ = 1;
+      released_ = false;
+      lost_why_.clear();
+    } else if (state_ == LockState::kLost) {
+      state_ = LockState::kIdle;  // the old loss was reported; this is a new attempt
     }
-    std::lock_guard<std::mutex> st_g(st_mu_);
-    deadline_ = sent + std::chrono::milliseconds(opts_.ttl_ms);
-    return Status::OK();
+    cv_.notify_all();
   }
-
-  Status Release() {
-    if (Status s = CheckPid(); !s.ok()) return s;
-    std::lock_guard<std::timed_mutex> g(op_mu_);
-    if (opts_.mode == LockMode::kRow) return RowRelease("COMMIT");
-    return LeaseReleaseLocked();
+  if (s.ok()) {
+    k.acquisitions.fetch_add(1);
+    if (opts_.mode == LockMode::kLease && opts_.auto_renew)
+      c_->renewer().Add(this, db_key_, owner, opts_.ttl_ms, opts_.max_hold_ms, acquired_at_,
+                        lease_deadline);
+  } else if (s.code() == Code::kBusy) {
+    k.busy.fetch_add(1);
   }
+  return s;
+}
 
-  Status Rollback() {
-    if (Status s = CheckPid(); !s.ok()) return s;
-    std::lock_guard<std::timed_mutex> g(op_mu_);
-    if (opts_.mode != LockMode::kRow)
-      return Status::StateError("rollback is for row locks; a lease has no transaction");
-    return RowRelease("ROLLBACK");
-  }
-
-  Status Exec(const std::string& sql, const std::vector<const std::string*>& params,
-              int64_t* affected) {
-    if (Status s = CheckPid(); !s.ok()) return s;
-    std::lock_guard<std::timed_mutex> g(op_mu_);
-    if (opts_.mode != LockMode::kRow)
-      return Status::StateError("exec runs in a row lock's transaction; this is a lease lock");
-    LockState st = CurrentState();
-    if (st != LockState::kHeld)
-      return st == LockState::kLost ? Status::Lost("lock " + Name() + " was lost: " + LostWhy())
-                                    : Status::StateError("lock " + Name() + " is not held");
-    std::vector<Param> ps;
-    ps.reserve(params.size());
-    for (const std::string* p : params) ps.push_back(p ? Param::Text(*p) : Param::Null());
+Status LockImpl::GetWakeName(Conn& conn, Clock::time_point until, uint64_t cancel_seen, bool* got) {
+  *got = false;
+  const int64_t cap_us = c_->options().read_timeout_s * 1000000LL / 2;
+  for (;;) {
+    int64_t left_us = std::chrono::duration_cast<std::chrono::microseconds>(until - Clock::now()).count();
+    if (left_us < 0) left_us = 0;
+    int64_t slice = std::min(left_us, cap_us);
     ExecResult r;
-    Status s = row_conn_->Exec(sql, ps, &r, /*cache=*/false);
+    server_wait_id_.store(conn.thread_id());
+    Status s = conn.Exec(c_->lease_sql().get_name, {Param::Bytes(wake_name_), Param::Int(slice)}, &r);
+    server_wait_id_.store(0);
+    if (Cancelled(cancel_seen)) return CancelledStatus(Name());
     if (!s.ok()) {
-      if (row_conn_->broken()) {
-        row_conn_ = PooledConn();
-        SetLost("the lock's connection died (the server rolled back and released the row lock)");
-        return Status(Code::kLost, "lock " + Name() + " was lost: " + LostWhy() + "; " + s.message(),
-                      s.server_errno());
-      }
+      if (s.server_errno() == ER_QUERY_INTERRUPTED) continue;  // a stale cancel
       return s;
     }
-    if (affected != nullptr) *affected = static_cast<int64_t>(r.affected);
+    if (!r.rows.empty() && r.rows[0][0] && *r.rows[0][0] == "1") {
+      *got = true;
+      return Status::OK();
+    }
+    if (slice >= left_us) return Status::OK();  // timed out (0) or refused (NULL)
+  }
+}
+
+void LockImpl::DropWakeName() {
+  if (has_wake_name_ && own_conn_ && !own_conn_->broken()) {
+    ExecResult r;
+    own_conn_->Exec(c_->lease_sql().release_name, {Param::Bytes(wake_name_)}, &r);
+  }
+  has_wake_name_ = false;
+  if (!txn_open_) own_conn_.Reset();
+}
+
+Status LockImpl::LeaseAcquire(Clock::time_point deadline, uint64_t cancel_seen, uint64_t* fence,
+                              std::string* owner, Clock::time_point* lease_deadline) {
+  *owner = c_->NewOwner();
+  WaitQueues& wq = c_->waiters();
+  const bool wake = opts_.wakeup == Wakeup::kAuto && c_->wakeup_supported();
+  LeaseAttempt a;
+  auto won = [&] {
+    *fence = a.fence;
+    *lease_deadline = a.sent_at + std::chrono::milliseconds(opts_.ttl_ms);
     return Status::OK();
+  };
+  auto busy = [&] { return Status::Busy("lock " + Name() + " is held by someone else"); };
+
+  // Uncontended: one statement. When this process saw the key busy a moment
+  // ago (or has threads queued on it), go straight to the queue instead.
+  if (!wq.GetHint(db_key_).contended) {
+    Status s = c_->LeaseAcquire(db_key_, *owner, opts_.ttl_ms, deadline, nullptr, &a);
+    if (!s.ok()) return s;
+    if (a.won) return won();
+    wq.NoteBusy(db_key_, a.remaining_us);
+    if (Clock::now() >= deadline) return busy();
   }
 
-  LockState CurrentState() const {
-    std::lock_guard<std::mutex> g(st_mu_);
-    if (state_ == LockState::kHeld && opts_.mode == LockMode::kLease && Clock::now() >= deadline_)
-      return LockState::kLost;
-    return state_;
-  }
-
-  std::string Owner() const {
-    std::lock_guard<std::mutex> g(st_mu_);
-    return owner_;
-  }
-  const char* OwnerCstr() const {
-    std::lock_guard<std::mutex> g(st_mu_);
-    return owner_.c_str();
-  }
-  uint64_t Token() const {
-    std::lock_guard<std::mutex> g(st_mu_);
-    return fence_;
-  }
-  const std::string& key() const { return key_; }
-  int64_t RemainingMs() const {
-    if (opts_.mode == LockMode::kRow) return -1;
-    std::lock_guard<std::mutex> g(st_mu_);
-    if (state_ != LockState::kHeld) return 0;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
-    return left > 0 ? left : 0;
-  }
-
- private:
-  std::string Name() const { return "'" + QuoteKey(key_) + "'"; }
-
-  Status CheckPid() const {
-    if (getpid() != pid_)
-      return Status(Code::kForked, "lock " + Name() + " was created in another process (fork): "
-                                   "open a new client and lock in this process");
-    return Status::OK();
-  }
-
-  std::string LostWhy() const {
-    std::lock_guard<std::mutex> g(st_mu_);
-    if (state_ == LockState::kHeld) return "its lease ran out before it was renewed";
-    return lost_why_;
-  }
-
-  void SetLost(std::string why) {
-    std::lock_guard<std::mutex> g(st_mu_);
-    state_ = LockState::kLost;
-    lost_why_ = std::move(why);
-  }
-
-  void SetHeld(std::string owner, uint64_t fence, Clock::time_point deadline) {
-    std::lock_guard<std::mutex> g(st_mu_);
-    state_ = LockState::kHeld;
-    owner_ = std::move(owner);
-    fence_ = fence;
-    deadline_ = deadline;
-    lost_why_.clear();
-  }
-
-  Status LeaseTry(Clock::time_point deadline) {
-    const std::string owner = c_->NewOwner();
-    int64_t backoff_us = kPollMinUs;
-    for (;;) {
-      LeaseAttempt a;
-      Status s = c_->LeaseAcquire(key_, owner, opts_.ttl_ms, deadline, &a);
-      if (!s.ok()) return s;
-      if (a.won) {
-        SetHeld(owner, a.fence, a.sent_at + std::chrono::milliseconds(opts_.ttl_ms));
-        return Status::OK();
+  // Threads of this process wait in line; only the head talks to the
+  // database. The head waits for the holder's wake-up name (GET_LOCK) on the
+  // server, which the holder gives up right after its release, so a handoff
+  // costs no polling; a holder that does not take part (or is gone) is
+  // outlived by capping that wait at the lease's end, then polling.
+  const uint64_t ticket = wq.Join(db_key_);
+  struct Leave {
+    WaitQueues& wq;
+    const std::string& key;
+    uint64_t ticket;
+    ~Leave() { wq.Leave(key, ticket); }
+  } leave{wq, db_key_, ticket};
+  auto stop = [&] { return Cancelled(cancel_seen); };
+  int64_t backoff_us = kPollMinUs;
+  bool polled = false;
+  for (;;) {
+    if (!wq.WaitHead(db_key_, ticket, deadline, stop))
+      return Cancelled(cancel_seen) ? CancelledStatus(Name()) : busy();
+    const auto now = Clock::now();
+    const auto expiry = wq.GetHint(db_key_).expiry_estimate;
+    if (wake && !has_wake_name_) {
+      if (!own_conn_) {
+        Status s = c_->GetConn(deadline, &own_conn_);
+        if (!s.ok() && s.code() != Code::kPool) return s;  // no connection free: poll instead
       }
-      auto now = Clock::now();
-      if (now >= deadline)
-        return Status::Busy("lock " + Name() + " is held by someone else");
-      int64_t left_us = std::chrono::duration_cast<std::chrono::microseconds>(deadline - now).count();
-      int64_t sleep_us = std::min({JitterUs(backoff_us), left_us, std::max<int64_t>(a.remaining_us, 500)});
-      std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+      if (own_conn_) {
+        auto until = std::min(deadline, std::max(expiry + std::chrono::milliseconds(50),
+                                                 now + std::chrono::milliseconds(20)));
+        Status s = GetWakeName(*own_conn_, until, cancel_seen, &has_wake_name_);
+        if (!s.ok()) {
+          if (s.code() == Code::kCancelled || !own_conn_->broken()) {
+            DropWakeName();
+            return s;
+          }
+          own_conn_.Reset();  // dropped: retry on a fresh connection
+          has_wake_name_ = false;
+        }
+      }
+    } else if (polled) {
+      auto until = std::min({now + std::chrono::microseconds(JitterUs(backoff_us)), deadline,
+                             std::max(expiry, now + std::chrono::microseconds(500))});
+      wq.Sleep(db_key_, until, stop);
       backoff_us = std::min(backoff_us * 2, kPollMaxUs);
     }
-  }
-
-  Status LeaseReleaseLocked() {
-    LockState st = CurrentState();
-    if (st == LockState::kIdle) return Status::StateError("lock " + Name() + " is not held");
-    bool released = false, ours = false;
-    // Even when our clock says the lease ran out, free the row if it is still
-    // ours, so that nobody waits for the database to expire it.
-    Status s = c_->LeaseRelease(key_, Owner(), &released, &ours);
-    if (!s.ok()) return s;
-    if (st == LockState::kHeld && released) {
-      std::lock_guard<std::mutex> g(st_mu_);
-      state_ = LockState::kIdle;
-      return Status::OK();
+    polled = true;
+    if (Cancelled(cancel_seen)) {
+      DropWakeName();
+      return CancelledStatus(Name());
     }
-    std::string why = !ours ? "another owner holds it now (its row was left alone)"
-                            : st == LockState::kLost && LostWhy().size()
-                                  ? LostWhy()
-                                  : "the lease had expired before release";
-    SetLost(why);
-    return Status::Lost("lock " + Name() + " was lost before release: " + why);
-  }
-
-  // ---- row locks (scheme 2) ----
-
-  Status RowTry(Clock::time_point deadline) {
-    PooledConn conn;
-    Status s = c_->GetConn(deadline, &conn);
-    if (!s.ok()) return s;
-    bool force_check = false;
-    for (int round = 0;; ++round) {
-      s = c_->EnsureRow(*conn, key_, force_check);
-      if (s.ok()) s = conn->Query("START TRANSACTION");
-      if (!s.ok()) return s;
-      bool missing = false;
-      for (;;) {
-        int64_t left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-        const std::string* sql = &c_->row_sql().nowait;
-        if (left_ms > 0) {
-          // The largest slice that fits what is left, and stays well inside
-          // the read timeout; at least the smallest slice.
-          int64_t cap = std::min<int64_t>(left_ms, c_->options().read_timeout_s * 1000LL / 2);
-          size_t i = 0;
-          while (i + 1 < kRowSliceCount && kRowSlicesMs[i + 1] <= cap) ++i;
-          sql = &c_->row_sql().sliced[i];
-        }
-        ExecResult r;
-        s = conn->Exec(*sql, {Param::Bytes(key_)}, &r);
-        if (s.ok()) {
-          if (r.affected == 1) {
-            row_conn_ = std::move(conn);
-            SetHeld(c_->NewOwner(), r.insert_id, Clock::time_point::max());
-            return Status::OK();
-          }
-          missing = true;  // the row was deleted behind our back
-          break;
-        }
-        unsigned err = static_cast<unsigned>(s.server_errno());
-        if (err == ER_LOCK_WAIT_TIMEOUT || err == ER_STATEMENT_TIMEOUT) {
-          if (Clock::now() < deadline) continue;  // next slice
-          conn->Query("ROLLBACK");
-          return Status::Busy("row lock " + Name() + " is held by someone else");
-        }
-        if (err == ER_LOCK_DEADLOCK) break;  // rolled back by the server: start again
-        if (!conn->broken()) conn->Query("ROLLBACK");
-        return s;
-      }
-      // A missing row (the UPDATE matched nothing, and may have locked a gap)
-      // or a deadlock: end the transaction, re-create the row, try again.
-      s = conn->Query("ROLLBACK");
-      if (!s.ok()) return s;
-      if (Clock::now() >= deadline && !missing)
-        return Status::Busy("row lock " + Name() + " is held by someone else");
-      force_check = missing;
-      if (round > 20) return Status(Code::kDb, "row lock " + Name() + ": the lock row keeps disappearing");
-    }
-  }
-
-  Status RowRelease(const char* how) {
-    LockState st = CurrentState();
-    if (st == LockState::kIdle) return Status::StateError("lock " + Name() + " is not held");
-    if (st == LockState::kLost) return Status::Lost("lock " + Name() + " was lost: " + LostWhy());
-    return RowEnd(how);
-  }
-
-  // COMMIT or ROLLBACK the lock's transaction and give the connection back.
-  Status RowEnd(const char* how) {
-    Status s = row_conn_->Query(how);
-    bool broken = row_conn_->broken();
-    if (!s.ok() && !broken) {
-      // The statement failed but the session lives: make sure the lock is gone.
-      row_conn_->Query("ROLLBACK");
-    }
-    row_conn_ = PooledConn();
-    if (s.ok()) {
-      std::lock_guard<std::mutex> g(st_mu_);
-      state_ = LockState::kIdle;
+    Status s = c_->LeaseAcquire(db_key_, *owner, opts_.ttl_ms, deadline,
+                                own_conn_ ? &*own_conn_ : nullptr, &a);
+    if (!s.ok()) {
+      DropWakeName();
       return s;
     }
-    if (broken) {
-      bool unknown = IsOutcomeUnknown(static_cast<unsigned>(s.server_errno())) &&
-                     std::string(how) == "COMMIT";
-      SetLost(unknown ? "the connection dropped during COMMIT: whether the statements run "
-                        "on the lock's transaction were committed is unknown"
-                      : "the lock's connection died (the server rolled back and released the row lock)");
-      return Status(unknown ? Code::kUnknown : Code::kLost, "lock " + Name() + ": " + LostWhy(),
+    if (a.won) {
+      // Keep the name (if we have it) for the whole hold: our release will
+      // wake the next waiter.
+      if (!has_wake_name_) own_conn_.Reset();
+      return won();
+    }
+    wq.NoteBusy(db_key_, a.remaining_us);
+    if (Clock::now() >= deadline) {
+      DropWakeName();
+      return busy();
+    }
+  }
+}
+
+Status LockImpl::RowAcquire(Clock::time_point deadline, uint64_t cancel_seen, uint64_t* fence) {
+  WaitQueues& wq = c_->waiters();
+  const uint64_t ticket = wq.Join(db_key_);
+  struct Leave {
+    WaitQueues& wq;
+    const std::string& key;
+    uint64_t ticket;
+    ~Leave() { wq.Leave(key, ticket); }
+  } leave{wq, db_key_, ticket};
+  auto busy = [&] { return Status::Busy("row lock " + Name() + " is held by someone else"); };
+  if (!wq.WaitHead(db_key_, ticket, deadline, [&] { return Cancelled(cancel_seen); }))
+    return Cancelled(cancel_seen) ? CancelledStatus(Name()) : busy();
+
+  PooledConn conn;
+  Status s = c_->GetConn(deadline, &conn);
+  if (!s.ok()) return s;
+  bool force_check = false;
+  for (int round = 0;; ++round) {
+    s = c_->EnsureRow(*conn, db_key_, force_check);
+    if (s.ok()) s = conn->Query("START TRANSACTION");
+    if (!s.ok()) return s;
+    bool missing = false;
+    for (;;) {
+      int64_t left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      const std::string* sql = &c_->row_sql().nowait;
+      if (left_ms > 0) {
+        // The largest slice that fits what is left and stays well inside the
+        // read timeout; at least the smallest slice.
+        int64_t cap = std::min<int64_t>(left_ms, c_->options().read_timeout_s * 1000LL / 2);
+        size_t i = 0;
+        while (i + 1 < kRowSliceCount && kRowSlicesMs[i + 1] <= cap) ++i;
+        sql = &c_->row_sql().sliced[i];
+      }
+      ExecResult r;
+      server_wait_id_.store(conn->thread_id());
+      s = conn->Exec(*sql, {Param::Bytes(db_key_)}, &r);
+      server_wait_id_.store(0);
+      if (s.ok()) {
+        if (r.affected == 1) {
+          if (Cancelled(cancel_seen)) {
+            conn->Query("ROLLBACK");
+            return CancelledStatus(Name());
+          }
+          *fence = r.insert_id;
+          row_conn_ = std::move(conn);
+          return Status::OK();
+        }
+        missing = true;  // the row was deleted behind our back
+        break;
+      }
+      unsigned err = static_cast<unsigned>(s.server_errno());
+      if (Cancelled(cancel_seen)) {
+        if (!conn->broken()) conn->Query("ROLLBACK");
+        return CancelledStatus(Name());
+      }
+      if (err == ER_LOCK_WAIT_TIMEOUT || err == ER_STATEMENT_TIMEOUT || err == ER_QUERY_INTERRUPTED) {
+        if (Clock::now() < deadline) continue;  // next slice
+        conn->Query("ROLLBACK");
+        return busy();
+      }
+      if (err == ER_LOCK_DEADLOCK) break;  // rolled back by the server: start again
+      if (!conn->broken()) conn->Query("ROLLBACK");
+      return s;
+    }
+    // A missing row (the UPDATE matched nothing and may have locked a gap) or
+    // a deadlock: end the transaction, re-create the row, try again.
+    s = conn->Query("ROLLBACK");
+    if (!s.ok()) return s;
+    if (Clock::now() >= deadline && !missing) return busy();
+    force_check = missing;
+    if (round > 20) return Status(Code::kDb, "row lock " + Name() + ": the lock row keeps disappearing");
+  }
+}
+
+// ---- Renew / Release / transactions ------------------------------------------
+
+Status LockImpl::Renew() {
+  if (Status s = CheckPid(); !s.ok()) return s;
+  std::lock_guard<std::mutex> op(op_mu_);
+  std::string owner;
+  Clock::time_point acquired_at;
+  {
+    std::lock_guard<std::mutex> g(st_mu_);
+    LockState st = StateLocked();
+    if (st == LockState::kIdle) return Status::StateError("lock " + Name() + " is not held");
+    if (st == LockState::kLost) return Status::Lost("lock " + Name() + " was lost: " + LostWhyLocked());
+    owner = owner_;
+    acquired_at = acquired_at_;
+  }
+  if (opts_.mode == LockMode::kRow) {
+    Status s = row_conn_->Ping();
+    if (!s.ok()) {
+      row_conn_.Reset();
+      std::lock_guard<std::mutex> g(st_mu_);
+      SetLostLocked("the lock's connection died (the server rolled back and released the row lock)");
+      c_->counters().lost.fetch_add(1);
+      return Status(Code::kLost, "lock " + Name() + " was lost: " + lost_why_, s.server_errno());
+    }
+    return Status::OK();
+  }
+  if (opts_.max_hold_ms > 0 && Clock::now() - acquired_at >= std::chrono::milliseconds(opts_.max_hold_ms)) {
+    c_->counters().max_hold_trips.fetch_add(1);
+    Event ev;
+    ev.type = EventType::kMaxHold;
+    ev.severity = Severity::kCritical;
+    ev.key = key_;
+    ev.owner = owner;
+    ev.token = Token();
+    ev.message = "renew refused: max hold time of " + std::to_string(opts_.max_hold_ms) + " ms reached";
+    c_->PushEvent(std::move(ev));
+    return Status(Code::kMaxHold, "lock " + Name() + ": max hold time of " +
+                                      std::to_string(opts_.max_hold_ms) +
+                                      " ms reached; renewal refused, the lease will expire");
+  }
+  bool renewed = false;
+  Clock::time_point sent;
+  Status s = c_->LeaseRenew(db_key_, owner, opts_.ttl_ms, &renewed, &sent);
+  if (!s.ok()) return s;
+  if (!renewed) {
+    c_->renewer().Remove(this);
+    std::lock_guard<std::mutex> g(st_mu_);
+    SetLostLocked("the lease had expired by the database clock or another owner took it");
+    c_->counters().lost.fetch_add(1);
+    return Status::Lost("lock " + Name() + " was lost: " + lost_why_);
+  }
+  c_->counters().renewals.fetch_add(1);
+  const auto deadline = sent + std::chrono::milliseconds(opts_.ttl_ms);
+  {
+    std::lock_guard<std::mutex> g(st_mu_);
+    if (owner_ == owner && state_ == LockState::kHeld) deadline_ = deadline;
+  }
+  if (opts_.auto_renew) c_->renewer().Renewed(this, sent, deadline);
+  return Status::OK();
+}
+
+Status LockImpl::CommitOrRollbackTxn(const char* how) {
+  txn_open_ = false;
+  Status s = own_conn_ ? own_conn_->Query(how) : Status(Code::kConnect, "no connection");
+  if (!has_wake_name_) own_conn_.Reset();
+  return s;
+}
+
+Status LockImpl::LeaseReleaseDb(Status* business) {
+  *business = Status::OK();
+  std::string owner = Owner();
+  bool released = false, ours = false;
+  Status s;
+  if (txn_open_) {
+    // A7: the release joins the caller's transaction; both commit or neither.
+    ExecResult r;
+    s = own_conn_->Exec(c_->lease_sql().release, {Param::Bytes(db_key_), Param::Bytes(owner)}, &r);
+    if (s.ok()) {
+      ours = r.affected == 1;
+      released = ours && r.insert_id == 1;
+      const char* how = released ? "COMMIT" : "ROLLBACK";
+      *business = CommitOrRollbackTxn(how);
+      if (business->ok() && !released)
+        *business = Status(Code::kLost, "the lease was lost, so the transaction was rolled back");
+      else if (!business->ok() && IsOutcomeUnknown(static_cast<unsigned>(business->server_errno())))
+        *business = Status(Code::kUnknown, "the connection dropped during COMMIT: whether the "
+                                           "transaction (and the release) committed is unknown",
+                           business->server_errno());
+    } else {
+      *business = s;
+      CommitOrRollbackTxn("ROLLBACK");
+      if (!business->ok() && business->code() != Code::kUnknown)
+        *business = Status(business->code(), "the transaction was rolled back: " + s.message(),
+                           s.server_errno());
+      // Still release the lease itself, outside the transaction.
+      s = c_->LeaseRelease(db_key_, owner, nullptr, &released, &ours);
+    }
+  } else {
+    s = c_->LeaseRelease(db_key_, owner, own_conn_ ? &*own_conn_ : nullptr, &released, &ours);
+  }
+  DropWakeName();
+  if (!s.ok()) return s;
+  if (!ours) {
+    Event ev;
+    ev.type = EventType::kReleaseGone;
+    ev.severity = Severity::kWarning;
+    ev.key = key_;
+    ev.owner = owner;
+    ev.token = Token();
+    ev.message = "release found the lease taken by another owner (its row was left alone)";
+    c_->PushEvent(std::move(ev));
+    return Status::Lost("another owner holds it now (its row was left alone)");
+  }
+  if (!released) return Status::Lost("the lease had expired before release");
+  return Status::OK();
+}
+
+Status LockImpl::Release() {
+  if (Status s = CheckPid(); !s.ok()) return s;
+  std::lock_guard<std::mutex> op(op_mu_);
+  LockState st;
+  {
+    std::lock_guard<std::mutex> g(st_mu_);
+    st = StateLocked();
+    if (state_ == LockState::kIdle) return Status::StateError("lock " + Name() + " is not held");
+    if (state_ == LockState::kLost && released_)
+      return Status::Lost("lock " + Name() + " was lost: " + lost_why_);
+    if (!IsHolderLocked())
+      return Status::StateError("lock " + Name() +
+                                " is held by another thread; with holder=thread only the thread "
+                                "that acquired it may release it");
+    if (st == LockState::kHeld && count_ > 1) {
+      --count_;  // an inner, reentrant hold
+      return Status::OK();
+    }
+  }
+  c_->renewer().Remove(this);
+  Status s;
+  if (opts_.mode == LockMode::kRow) {
+    s = st == LockState::kLost ? Status::Lost("lock " + Name() + " was lost: " + lost_why_)
+                               : RowEnd("COMMIT");
+    std::lock_guard<std::mutex> g(st_mu_);
+    if (s.ok()) state_ = LockState::kIdle;
+    count_ = 0;
+    released_ = true;
+    cv_.notify_all();
+  } else {
+    Status business;
+    s = LeaseReleaseDb(&business);
+    if (s.ok() && st == LockState::kLost)  // freed, but too late: our clock had run out
+      s = Status::Lost("its lease ran out before it was renewed");
+    if (s.ok() && !business.ok()) s = business;
+    if (s.code() == Code::kLost) {
+      c_->counters().lost.fetch_add(1);
+      s = Status(Code::kLost, "lock " + Name() + " was lost before release: " + s.message());
+    }
+    std::lock_guard<std::mutex> g(st_mu_);
+    if (s.ok()) {
+      state_ = LockState::kIdle;
+    } else if (s.code() == Code::kLost || s.code() == Code::kUnknown) {
+      SetLostLocked(s.message());
+    }
+    count_ = 0;
+    released_ = true;
+    cv_.notify_all();
+  }
+  if (s.ok()) c_->counters().releases.fetch_add(1);
+  c_->waiters().Notify(db_key_);
+  return s;
+}
+
+Status LockImpl::Rollback() {
+  if (Status s = CheckPid(); !s.ok()) return s;
+  std::lock_guard<std::mutex> op(op_mu_);
+  if (opts_.mode == LockMode::kLease) {
+    if (!txn_open_) return Status::StateError("lock " + Name() + " has no open transaction (call begin first)");
+    return CommitOrRollbackTxn("ROLLBACK");  // the lease stays held
+  }
+  {
+    std::lock_guard<std::mutex> g(st_mu_);
+    LockState st = StateLocked();
+    if (st == LockState::kIdle) return Status::StateError("lock " + Name() + " is not held");
+    if (st == LockState::kLost) return Status::Lost("lock " + Name() + " was lost: " + lost_why_);
+    if (!IsHolderLocked()) return Status::StateError("lock " + Name() + " is held by another thread");
+  }
+  // A rollback ends the transaction, so it ends every reentrant hold too.
+  Status s = RowEnd("ROLLBACK");
+  {
+    std::lock_guard<std::mutex> g(st_mu_);
+    count_ = 0;
+    if (s.ok()) state_ = LockState::kIdle;
+    cv_.notify_all();
+  }
+  c_->waiters().Notify(db_key_);
+  return s;
+}
+
+Status LockImpl::Begin() {
+  if (Status s = CheckPid(); !s.ok()) return s;
+  std::lock_guard<std::mutex> op(op_mu_);
+  {
+    std::lock_guard<std::mutex> g(st_mu_);
+    LockState st = StateLocked();
+    if (st != LockState::kHeld)
+      return st == LockState::kLost ? Status::Lost("lock " + Name() + " was lost: " + lost_why_)
+                                    : Status::StateError("lock " + Name() + " is not held");
+  }
+  if (opts_.mode == LockMode::kRow) return Status::OK();  // always in its transaction
+  if (txn_open_) return Status::StateError("lock " + Name() + " already has an open transaction");
+  if (!own_conn_) {
+    Status s = c_->GetConn(Clock::now(), &own_conn_);
+    if (!s.ok()) return s;
+  }
+  Status s = own_conn_->Query("START TRANSACTION");
+  if (!s.ok()) {
+    if (!has_wake_name_) own_conn_.Reset();
+    return s;
+  }
+  txn_open_ = true;
+  return Status::OK();
+}
+
+Status LockImpl::Exec(const std::string& sql, const std::vector<const std::string*>& params,
+                      int64_t* affected) {
+  if (Status s = CheckPid(); !s.ok()) return s;
+  std::lock_guard<std::mutex> op(op_mu_);
+  {
+    std::lock_guard<std::mutex> g(st_mu_);
+    LockState st = StateLocked();
+    if (st != LockState::kHeld)
+      return st == LockState::kLost ? Status::Lost("lock " + Name() + " was lost: " + LostWhyLocked())
+                                    : Status::StateError("lock " + Name() + " is not held");
+  }
+  if (opts_.mode == LockMode::kLease && !txn_open_)
+    return Status::StateError("exec on a lease lock needs begin() first (A7: the release then "
+                              "commits with the transaction)");
+  Conn& conn = opts_.mode == LockMode::kRow ? *row_conn_ : *own_conn_;
+  std::vector<Param> ps;
+  ps.reserve(params.size());
+  for (const std::string* p : params) ps.push_back(p ? Param::Text(*p) : Param::Null());
+  ExecResult r;
+  Status s = conn.Exec(sql, ps, &r, /*cache=*/false);
+  if (!s.ok()) {
+    if (conn.broken() && opts_.mode == LockMode::kRow) {
+      row_conn_.Reset();
+      std::lock_guard<std::mutex> g(st_mu_);
+      SetLostLocked("the lock's connection died (the server rolled back and released the row lock)");
+      c_->counters().lost.fetch_add(1);
+      return Status(Code::kLost, "lock " + Name() + " was lost: " + lost_why_ + "; " + s.message(),
                     s.server_errno());
     }
-    SetLost("the transaction failed at " + std::string(how) + ": " + s.message());
-    return Status(s.code(), "lock " + Name() + ": " + LostWhy(), s.server_errno());
+    return s;
   }
+  if (affected != nullptr) *affected = static_cast<int64_t>(r.affected);
+  return Status::OK();
+}
 
-  std::shared_ptr<Client> client_;
-  ClientImpl* c_;
-  const std::string key_;
-  const LockOptions opts_;
-  const pid_t pid_;
+Status LockImpl::WaitLost(int64_t timeout_ms) {
+  if (Status s = CheckPid(); !s.ok()) return s;
+  if (timeout_ms < 0 || timeout_ms > kMaxWaitMs)
+    return Status::Invalid("timeout_ms must be 0.." + std::to_string(kMaxWaitMs));
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  const uint64_t cancel_seen = cancel_seq_.load();
+  std::unique_lock<std::mutex> g(st_mu_);
+  for (;;) {
+    LockState st = StateLocked();
+    if (st == LockState::kLost) return Status::Lost("lock " + Name() + " was lost: " + LostWhyLocked());
+    if (st == LockState::kIdle && !acquiring_) return Status::OK();
+    if (Cancelled(cancel_seen)) return Status(Code::kCancelled, "wait_lost on " + Name() + " was cancelled");
+    auto now = Clock::now();
+    if (now >= deadline)
+      return Status(Code::kTimeout, "lock " + Name() + " is still held after " +
+                                        std::to_string(timeout_ms) + " ms");
+    auto until = std::min(deadline, now + kSlice);
+    if (st == LockState::kHeld && opts_.mode == LockMode::kLease) until = std::min(until, deadline_);
+    cv_.wait_until(g, until);
+  }
+}
 
-  std::timed_mutex op_mu_;  // serialises operations on this object
-  mutable std::mutex st_mu_;  // guards the fields below (read by accessors)
-  LockState state_ = LockState::kIdle;
-  std::string owner_;
-  std::string lost_why_;
-  uint64_t fence_ = 0;
-  Clock::time_point deadline_{};
-  PooledConn row_conn_;  // row locks: the connection holding the transaction
-};
+// COMMIT or ROLLBACK the row lock's transaction and give the connection back.
+Status LockImpl::RowEnd(const char* how) {
+  if (!row_conn_) return Status::Lost("the lock's connection is gone");
+  Status s = row_conn_->Query(how);
+  const bool broken = row_conn_->broken();
+  if (!s.ok() && !broken) row_conn_->Query("ROLLBACK");  // the session lives: make sure it ends
+  row_conn_.Reset();
+  if (s.ok()) return s;
+  std::lock_guard<std::mutex> g(st_mu_);
+  c_->counters().lost.fetch_add(1);
+  if (broken) {
+    const bool unknown = IsOutcomeUnknown(static_cast<unsigned>(s.server_errno())) &&
+                         std::string(how) == "COMMIT";
+    SetLostLocked(unknown ? "the connection dropped during COMMIT: whether the statements run "
+                            "on the lock's transaction were committed is unknown"
+                          : "the lock's connection died (the server rolled back and released "
+                            "the row lock)");
+    return Status(unknown ? Code::kUnknown : Code::kLost, "lock " + Name() + ": " + lost_why_,
+                  s.server_errno());
+  }
+  SetLostLocked("the transaction failed at " + std::string(how) + ": " + s.message());
+  return Status(s.code(), "lock " + Name() + ": " + lost_why_, s.server_errno());
+}
 
-// ---- facades ----
+// ---- facades ----------------------------------------------------------------
 
 Client::Client(std::unique_ptr<ClientImpl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;
@@ -357,7 +790,53 @@ Status Client::Open(const std::string& url, const Config& cfg, std::shared_ptr<C
   Status s = ClientImpl::Open(url, cfg, &impl);
   if (!s.ok()) return s;
   out->reset(new Client(std::move(impl)));
+  (*out)->impl_->StartJanitor();
   return Status::OK();
+}
+
+Status Client::NextEvent(int64_t wait_ms, Event* out) {
+  if (wait_ms < 0 || wait_ms > kMaxWaitMs)
+    return Status::Invalid("wait_ms must be 0.." + std::to_string(kMaxWaitMs));
+  if (impl_->PopEvent(Clock::now() + std::chrono::milliseconds(wait_ms), out)) return Status::OK();
+  return Status(Code::kTimeout, "no event");
+}
+
+namespace {
+const char* const kCounterNames[] = {
+    "acquisitions", "reentries", "busy", "wait_ms", "releases", "renewals", "renew_ticks",
+    "renew_statements", "lost", "max_hold_trips", "cleanup_runs", "cleanup_deleted",
+    "table_rows", "events_dropped", "statements", "pool_open", nullptr};
+}  // namespace
+
+const char* const* Client::CounterNames() { return kCounterNames; }
+
+Status Client::Counter(const std::string& name, uint64_t* out) const {
+  Counters& k = impl_->counters();
+  const std::pair<const char*, std::atomic<uint64_t>*> table[] = {
+      {"acquisitions", &k.acquisitions}, {"reentries", &k.reentries},
+      {"busy", &k.busy},                 {"wait_ms", &k.wait_ms},
+      {"releases", &k.releases},         {"renewals", &k.renewals},
+      {"renew_ticks", &k.renew_ticks},   {"renew_statements", &k.renew_statements},
+      {"lost", &k.lost},                 {"max_hold_trips", &k.max_hold_trips},
+      {"cleanup_runs", &k.cleanup_runs}, {"cleanup_deleted", &k.cleanup_deleted},
+      {"table_rows", &k.table_rows},     {"events_dropped", &k.events_dropped},
+      {"statements", impl_->pool().sent_counter()}};
+  for (const auto& e : table) {
+    if (name == e.first) {
+      *out = e.second->load();
+      return Status::OK();
+    }
+  }
+  if (name == "pool_open") {
+    *out = static_cast<uint64_t>(impl_->pool().open_count());
+    return Status::OK();
+  }
+  return Status::Invalid("unknown counter '" + QuoteKey(name) + "'");
+}
+
+Status Client::Cleanup(uint64_t* deleted) {
+  bool ran = false;
+  return impl_->Cleanup(deleted, &ran);
 }
 
 Lock::Lock(std::unique_ptr<LockImpl> impl) : impl_(std::move(impl)) {}
@@ -380,6 +859,8 @@ Status Lock::Open(std::shared_ptr<Client> client, const std::string& key, const 
     return Status(Code::kUnsupported,
                   "row locks are refused on Galera: InnoDB row locks do not exclude across "
                   "nodes; use a lease lock");
+  if (opts.mode == LockMode::kRow && opts.auto_renew)
+    return Status::Invalid("auto_renew is for lease locks: a row lock has no expiry");
   out->reset(new Lock(std::unique_ptr<LockImpl>(new LockImpl(std::move(client), key, opts))));
   return Status::OK();
 }
@@ -388,6 +869,9 @@ Status Lock::Try(int64_t wait_ms) { return impl_->Try(wait_ms); }
 Status Lock::Renew() { return impl_->Renew(); }
 Status Lock::Release() { return impl_->Release(); }
 Status Lock::Rollback() { return impl_->Rollback(); }
+Status Lock::Begin() { return impl_->Begin(); }
+Status Lock::WaitLost(int64_t timeout_ms) { return impl_->WaitLost(timeout_ms); }
+void Lock::Cancel() { impl_->Cancel(); }
 Status Lock::Exec(const std::string& sql, const std::vector<const std::string*>& params,
                   int64_t* affected) {
   return impl_->Exec(sql, params, affected);
@@ -398,6 +882,7 @@ const char* Lock::owner_cstr() const { return impl_->OwnerCstr(); }
 uint64_t Lock::token() const { return impl_->Token(); }
 const std::string& Lock::key() const { return impl_->key(); }
 int64_t Lock::remaining_ms() const { return impl_->RemainingMs(); }
+int Lock::hold_count() const { return impl_->HoldCount(); }
 
 const char* Version() { return "1.0.0"; }
 
@@ -417,6 +902,8 @@ const char* CodeName(int code) {
     case Code::kUnknown: return "DLOCK_E_UNKNOWN";
     case Code::kInternal: return "DLOCK_E_INTERNAL";
     case Code::kTimeout: return "DLOCK_E_TIMEOUT";
+    case Code::kCancelled: return "DLOCK_E_CANCELLED";
+    case Code::kMaxHold: return "DLOCK_E_MAX_HOLD";
   }
   return "DLOCK_UNKNOWN_CODE";
 }

@@ -35,9 +35,19 @@ Status PercentDecode(const std::string& in, const char* what, std::string* out) 
   return Status::OK();
 }
 
-const char* const kClientKeys[] = {"socket", "pool",      "connect_timeout", "read_timeout",
-                                   "table",  "row_table", "ssl_mode",        "ssl_ca"};
-const char* const kLockKeys[] = {"mode", "ttl_ms"};
+const char* const kClientKeys[] = {"socket",   "pool",     "connect_timeout",     "read_timeout",
+                                   "table",    "row_table", "ssl_mode",           "ssl_ca",
+                                   "cleanup_interval_ms", "cleanup_grace_ms", "cleanup_batch",
+                                   "events"};
+const char* const kLockKeys[] = {"mode",      "ttl_ms", "auto_renew",  "max_hold_ms",
+                                 "reentrant", "holder", "shards", "shard_group", "wakeup"};
+
+Status ParseBool(const std::string& v, const char* what, bool* out) {
+  if (v == "1" || v == "true" || v == "on" || v == "yes") *out = true;
+  else if (v == "0" || v == "false" || v == "off" || v == "no") *out = false;
+  else return Status::Invalid(std::string(what) + " must be 0/1 (or true/false), not '" + QuoteKey(v) + "'");
+  return Status::OK();
+}
 
 }  // namespace
 
@@ -142,6 +152,18 @@ Status ApplyClientOption(const std::string& key, const std::string& value, Clien
     else return Status::Invalid("ssl_mode must be disable, require or verify");
   } else if (key == "ssl_ca") {
     o->ssl_ca = value;
+  } else if (key == "cleanup_interval_ms") {
+    if (!(s = ParseInt(value, 0, kMaxTtlMs, "cleanup_interval_ms", &v)).ok()) return s;
+    o->cleanup_interval_ms = v;
+  } else if (key == "cleanup_grace_ms") {
+    if (!(s = ParseInt(value, 0, kMaxTtlMs, "cleanup_grace_ms", &v)).ok()) return s;
+    o->cleanup_grace_ms = v;
+  } else if (key == "cleanup_batch") {
+    if (!(s = ParseInt(value, 1, 100000, "cleanup_batch", &v)).ok()) return s;
+    o->cleanup_batch = static_cast<int>(v);
+  } else if (key == "events") {
+    if (!(s = ParseInt(value, 0, 1000000, "events", &v)).ok()) return s;
+    o->events = static_cast<int>(v);
   } else {
     return Status::Invalid("unknown client option '" + QuoteKey(key) + "'");
   }
@@ -158,6 +180,30 @@ Status ApplyLockOption(const std::string& key, const std::string& value, LockOpt
   } else if (key == "ttl_ms") {
     if (!(s = ParseInt(value, 1, kMaxTtlMs, "ttl_ms", &v)).ok()) return s;
     o->ttl_ms = v;
+  } else if (key == "auto_renew") {
+    return ParseBool(value, "auto_renew", &o->auto_renew);
+  } else if (key == "max_hold_ms") {
+    if (!(s = ParseInt(value, 0, kMaxTtlMs, "max_hold_ms", &v)).ok()) return s;
+    o->max_hold_ms = v;
+  } else if (key == "reentrant") {
+    return ParseBool(value, "reentrant", &o->reentrant);
+  } else if (key == "holder") {
+    if (value == "thread") o->holder = Holder::kThread;
+    else if (value == "lock") o->holder = Holder::kLock;
+    else return Status::Invalid("holder must be 'thread' or 'lock', not '" + QuoteKey(value) + "'");
+  } else if (key == "shards") {
+    if (!(s = ParseInt(value, 0, 65536, "shards", &v)).ok()) return s;
+    o->shards = static_cast<int>(v);
+  } else if (key == "shard_group") {
+    if (!(s = ValidateKey(value)).ok())
+      return Status::Invalid("shard_group: " + s.message());
+    if (value.size() > kMaxKeyBytes - 8)
+      return Status::Invalid("shard_group is longer than " + std::to_string(kMaxKeyBytes - 8) + " bytes");
+    o->shard_group = value;
+  } else if (key == "wakeup") {
+    if (value == "auto") o->wakeup = Wakeup::kAuto;
+    else if (value == "poll") o->wakeup = Wakeup::kPoll;
+    else return Status::Invalid("wakeup must be 'auto' or 'poll', not '" + QuoteKey(value) + "'");
   } else {
     return Status::Invalid("unknown lock option '" + QuoteKey(key) + "'");
   }

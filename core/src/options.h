@@ -29,6 +29,10 @@ struct ClientOptions {
   std::string row_table = "fixed_lock";
   SslMode ssl_mode = SslMode::kDisable;
   std::string ssl_ca;
+  int64_t cleanup_interval_ms = 0;       // 0 = no periodic cleanup
+  int64_t cleanup_grace_ms = 3600000;    // delete leases expired longer ago than this
+  int cleanup_batch = 1000;              // rows per cleanup transaction
+  int events = 1024;                     // event queue capacity (oldest dropped)
 
   // "host:port/db" or "socket/db": safe to print (no user, no password).
   std::string Where() const;
@@ -36,9 +40,19 @@ struct ClientOptions {
 
 enum class LockMode { kLease, kRow };
 
+enum class Holder { kThread, kLock };
+enum class Wakeup { kAuto, kPoll };
+
 struct LockOptions {
   LockMode mode = LockMode::kLease;
   int64_t ttl_ms = 30000;
+  bool auto_renew = false;
+  int64_t max_hold_ms = 300000;  // 0 = no limit (A9: default 5 minutes)
+  bool reentrant = true;
+  Holder holder = Holder::kThread;
+  int shards = 0;                // 0 = the key is the lock row itself
+  std::string shard_group = "dlock-shard";
+  Wakeup wakeup = Wakeup::kAuto;
 };
 
 // Parses mysql://user[:password]@host[:port]/database[?k=v&...].

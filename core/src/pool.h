@@ -28,6 +28,12 @@ class PooledConn {
   PooledConn& operator=(PooledConn&& o) noexcept;
   ~PooledConn() { Reset(); }
   void Reset();
+  // Forked child: forget the connection without returning it (the pool's
+  // mutex may be held by a thread that does not exist here).
+  void Abandon() {
+    conn_.release();
+    pool_ = nullptr;
+  }
   Conn* operator->() const { return conn_.get(); }
   Conn& operator*() const { return *conn_; }
   explicit operator bool() const { return conn_ != nullptr; }
@@ -47,6 +53,8 @@ class Pool {
   void Put(std::unique_ptr<Conn> c);
   int open_count() const;
   uint64_t statements_sent() const { return sent_.load(std::memory_order_relaxed); }
+  // Connections outside the pool (the watchdog's) count here too.
+  std::atomic<uint64_t>* sent_counter() { return &sent_; }
   const ClientOptions& options() const { return opts_; }
 
  private:

@@ -60,7 +60,9 @@ typedef enum dlock_code {
   DLOCK_E_UNKNOWN = -10,     /* connection lost mid-statement; outcome unknown
                                 and could not be re-checked */
   DLOCK_E_INTERNAL = -11,    /* a bug or out of memory */
-  DLOCK_E_TIMEOUT = -12      /* a bounded wait (other than try) ran out */
+  DLOCK_E_TIMEOUT = -12,     /* a bounded wait (other than try) ran out */
+  DLOCK_E_CANCELLED = -13,   /* dlock_cancel() interrupted the call */
+  DLOCK_E_MAX_HOLD = -14     /* renewal refused: the lock's max hold time passed */
 } dlock_code;
 
 /* Caller-owned error report. Fixed size: put it on the stack. */
@@ -107,9 +109,33 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *     table           lease table name (default distributed_lock)
  *     row_table       row-lock table name (default fixed_lock)
  *     ssl_mode        disable|require|verify (default disable)
- *   lock (dlock_open):
+ *     ssl_ca          CA file for ssl_mode=verify
+ *     cleanup_interval_ms  run dlock_client_cleanup this often on a thread of
+ *                     the client's (0 = never, the default); one client at a
+ *                     time across the fleet actually cleans
+ *     cleanup_grace_ms  delete leases expired longer ago than this
+ *                     (default 3600000)
+ *     cleanup_batch   rows per cleanup transaction (default 1000)
+ *     events          event queue capacity; the oldest are dropped (1024)
+ *   lock (dlock_open; set on a client config they become its defaults):
  *     mode            lease|row (default lease)
  *     ttl_ms          lease length, 1..2592000000 (30 days), default 30000
+ *     auto_renew      0|1: the client's watchdog renews the lease every
+ *                     ttl/3 until release (default 0)
+ *     max_hold_ms     circuit breaker: no renewal (automatic or manual) past
+ *                     this time since acquisition; 0 = none (default 300000)
+ *     reentrant       0|1: the same holder taking it again counts up
+ *                     (default 1); released when the count returns to zero
+ *     holder          thread|lock: who "the same holder" is (default thread:
+ *                     the thread that acquired; lock: the lock object, for
+ *                     languages without stable threads, e.g. Go)
+ *     shards          row locks: map the key onto one of N rows
+ *                     ("<shard_group>:1".."<shard_group>:N"); exclusion is
+ *                     then per shard, not per key (default 0 = off)
+ *     shard_group     name prefix of the shard rows (default dlock-shard)
+ *     wakeup          auto|poll: waiters are woken by the releasing holder
+ *                     through a server-side GET_LOCK name (auto; never used
+ *                     on Galera) or only poll (default auto)
  */
 DLOCK_EXPORT int dlock_config_set(dlock_config *cfg, const char *key,
                                   const char *value, dlock_error *err);
@@ -168,14 +194,35 @@ DLOCK_EXPORT int dlock_release(dlock_lock *lock, dlock_error *err);
 /* Row lock only: ROLLBACK instead of COMMIT (the protected work failed). */
 DLOCK_EXPORT int dlock_rollback(dlock_lock *lock, dlock_error *err);
 
-/* Row lock only (A7): runs one SQL statement on the lock's own connection,
- * inside the lock's transaction, so that dlock_release commits it together
- * with the lock. Parameters are bound as strings (NULL pointer = SQL NULL).
- * out_affected (may be NULL) receives the affected-row count.
- * No result set is returned; use it for INSERT/UPDATE/DELETE. */
+/* Lease lock (A7): opens a transaction on a connection of the lock's own.
+ * dlock_exec then runs there, and dlock_release runs the release inside it
+ * and commits both (or, if the lease was lost, rolls both back and returns
+ * DLOCK_E_LOST). dlock_rollback discards the transaction and keeps the lease.
+ * Row locks are always in their transaction: DLOCK_OK, nothing to do. */
+DLOCK_EXPORT int dlock_begin(dlock_lock *lock, dlock_error *err);
+
+/* Runs one SQL statement on the lock's own connection, inside the lock's
+ * transaction (row lock, or lease after dlock_begin), so that dlock_release
+ * commits it together with the release. Parameters are bound as strings
+ * (NULL pointer = SQL NULL). out_affected (may be NULL) receives the
+ * affected-row count. No result set is returned; use it for
+ * INSERT/UPDATE/DELETE. A DDL statement commits implicitly: don't. */
 DLOCK_EXPORT int dlock_exec(dlock_lock *lock, const char *sql,
                             const char *const *params, size_t nparams,
                             int64_t *out_affected, dlock_error *err);
+
+/* Blocks the calling thread until the lock is lost (DLOCK_E_LOST: expired,
+ * taken, connection died, max hold ran out), released or not held
+ * (DLOCK_OK), timeout_ms passes (DLOCK_E_TIMEOUT) or dlock_cancel is called
+ * (DLOCK_E_CANCELLED). This is how a caller learns of a loss on its own
+ * thread: the library never calls back. */
+DLOCK_EXPORT int dlock_wait_lost(dlock_lock *lock, int64_t timeout_ms, dlock_error *err);
+
+/* Makes dlock_try / dlock_wait_lost calls running on this lock in other
+ * threads return DLOCK_E_CANCELLED promptly (a server-side wait is
+ * interrupted with KILL QUERY). Calls started later are not affected.
+ * Thread safety: any thread. Returns DLOCK_OK, or DLOCK_E_INVALID for NULL. */
+DLOCK_EXPORT int dlock_cancel(dlock_lock *lock);
 
 /* ---- accessors (never touch the network; any thread) ------------------- */
 
@@ -196,6 +243,59 @@ DLOCK_EXPORT const char *dlock_key(const dlock_lock *lock, size_t *out_len);
 /* Milliseconds left on the lease by our monotonic clock (counted from when
  * the successful acquire/renew was sent); 0 if not held; -1 for row locks. */
 DLOCK_EXPORT int64_t dlock_remaining_ms(const dlock_lock *lock);
+/* Reentrant hold count: 0 when not held, 1 after the first dlock_try, +1
+ * for each further dlock_try by the same holder. */
+DLOCK_EXPORT int dlock_hold_count(const dlock_lock *lock);
+
+/* ---- observability: events and counters (B6) --------------------------- */
+
+typedef enum dlock_event_type {
+  DLOCK_EVENT_LOST = 1,          /* a held lease was lost */
+  DLOCK_EVENT_MAX_HOLD = 2,      /* max hold reached: renewal stopped (critical) */
+  DLOCK_EVENT_RELEASE_GONE = 3,  /* release found the row taken by another owner */
+  DLOCK_EVENT_RENEW_RETRY = 4,   /* a renewal failed transiently; retrying */
+  DLOCK_EVENT_CLEANUP = 5        /* cleanup removed rows, or failed */
+} dlock_event_type;
+
+typedef enum dlock_severity {
+  DLOCK_SEVERITY_INFO = 0,
+  DLOCK_SEVERITY_WARNING = 1,
+  DLOCK_SEVERITY_CRITICAL = 2
+} dlock_severity;
+
+/* Caller-owned. key holds key_len bytes (plus a NUL). */
+typedef struct dlock_event {
+  int type;              /* dlock_event_type */
+  int severity;          /* dlock_severity */
+  int64_t unix_ms;       /* wall-clock time it was raised, for logs */
+  uint64_t token;        /* fencing token of the lease concerned, or 0 */
+  size_t key_len;
+  char key[513];
+  char owner[256];
+  char message[256];
+} dlock_event;
+
+/* Takes the oldest event from the client's queue, waiting up to wait_ms.
+ * DLOCK_OK (out filled) or DLOCK_E_TIMEOUT (none). Any thread. */
+DLOCK_EXPORT int dlock_client_next_event(dlock_client *client, dlock_event *out,
+                                         int64_t wait_ms, dlock_error *err);
+
+/* Reads a counter by name; DLOCK_E_INVALID for an unknown name. Names:
+ * acquisitions, reentries, busy, wait_ms, releases, renewals, renew_ticks,
+ * renew_statements, lost, max_hold_trips, cleanup_runs, cleanup_deleted,
+ * table_rows, events_dropped, statements (every statement sent to the
+ * server), pool_open. Any thread. */
+DLOCK_EXPORT int dlock_client_counter(const dlock_client *client, const char *name,
+                                      uint64_t *out, dlock_error *err);
+/* NULL-terminated array of the counter names. Static. */
+DLOCK_EXPORT const char *const *dlock_counter_names(void);
+
+/* A8: deletes leases expired longer than cleanup_grace_ms ago, in batches
+ * through the expiry index, unless another client is cleaning right now
+ * (then *out_deleted = 0). Also refreshes the table_rows counter.
+ * out_deleted may be NULL. */
+DLOCK_EXPORT int dlock_client_cleanup(dlock_client *client, uint64_t *out_deleted,
+                                      dlock_error *err);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -27,6 +27,8 @@ enum class Code : int {
   kUnknown = -10,
   kInternal = -11,
   kTimeout = -12,
+  kCancelled = -13,
+  kMaxHold = -14,
 };
 
 const char* CodeName(int code);
@@ -67,6 +69,26 @@ class Config {
 
 enum class LockState : int { kIdle = 0, kHeld = 1, kLost = 2 };
 
+// Values are part of the C ABI (dlock_event_type / dlock_severity).
+enum class EventType : int {
+  kLost = 1,          // a held lease was lost (expired by the DB clock or taken)
+  kMaxHold = 2,       // the max-hold breaker stopped renewing a lease
+  kReleaseGone = 3,   // release found the row no longer ours
+  kRenewRetry = 4,    // a renewal failed transiently and is being retried
+  kCleanup = 5,       // cleanup removed expired rows
+};
+enum class Severity : int { kInfo = 0, kWarning = 1, kCritical = 2 };
+
+struct Event {
+  EventType type = EventType::kLost;
+  Severity severity = Severity::kInfo;
+  int64_t unix_ms = 0;  // wall-clock time the event was raised (for logs only)
+  uint64_t token = 0;
+  std::string key;
+  std::string owner;
+  std::string message;
+};
+
 class ClientImpl;
 class LockImpl;
 
@@ -77,6 +99,16 @@ class Client {
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
+
+  // Next event from the client's queue, waiting up to wait_ms. kOk with
+  // *out filled, or kTimeout when none came.
+  Status NextEvent(int64_t wait_ms, Event* out);
+  // Counter by name (see CounterNames()); kInvalid for an unknown name.
+  Status Counter(const std::string& name, uint64_t* out) const;
+  static const char* const* CounterNames();  // nullptr-terminated
+  // Deletes expired leases (in batches, through the expiry index) if no other
+  // client is cleaning right now; *deleted counts the rows removed.
+  Status Cleanup(uint64_t* deleted);
 
   ClientImpl* impl() const { return impl_.get(); }
 
@@ -99,7 +131,16 @@ class Lock {
   Status Renew();
   Status Release();
   Status Rollback();
-  // Row locks: runs sql on the lock's own transaction. nullptr param = NULL.
+  // Lease locks: opens a transaction on a connection of the lock's own, so
+  // that Exec runs there and Release commits it with the release (A7).
+  Status Begin();
+  // Blocks until the lock is lost (kLost), released/not held (kOk), the
+  // timeout passes (kTimeout) or Cancel() is called (kCancelled).
+  Status WaitLost(int64_t timeout_ms);
+  // Makes a Try or WaitLost running in another thread return kCancelled.
+  void Cancel();
+  // Row locks (or a lease after Begin): runs sql on the lock's own
+  // transaction. nullptr param = NULL.
   Status Exec(const std::string& sql, const std::vector<const std::string*>& params,
               int64_t* affected);
 
@@ -110,6 +151,7 @@ class Lock {
   uint64_t token() const;
   const std::string& key() const;
   int64_t remaining_ms() const;
+  int hold_count() const;  // reentrant holds (0 when not held)
 
  private:
   explicit Lock(std::unique_ptr<LockImpl> impl);

@@ -1,0 +1,268 @@
+#include "renewer.h"
+
+#include <mysql.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "client_impl.h"
+#include "lock_impl.h"
+
+namespace dlock {
+
+namespace {
+
+// Leases are renewed every ttl/3; one that falls due within the next ttl/6
+// is renewed early with the rest, so that leases acquired at different times
+// line up after one round and share a statement.
+int64_t DueUs(int64_t ttl_ms) { return ttl_ms * 1000 / 3; }
+int64_t SlackUs(int64_t ttl_ms) { return ttl_ms * 1000 / 6; }
+
+constexpr size_t kMaxBatch = 1024;
+
+// Statements are prepared per size bucket (powers of two, padded by
+// repeating the last lease), so a handful of prepared statements serve any
+// number of leases.
+size_t Bucket(size_t n) {
+  size_t b = 1;
+  while (b < n) b <<= 1;
+  return b;
+}
+
+std::string Placeholders(size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s += i ? ",?" : "?";
+  return s;
+}
+
+}  // namespace
+
+Renewer::~Renewer() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stop_ = true;
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) {
+    if (getpid() == client_->pid()) thread_.join();
+    else thread_.detach();  // forked child: the thread stayed in the parent
+  }
+}
+
+void Renewer::Add(LockImpl* lock, const std::string& key, const std::string& owner,
+                  int64_t ttl_ms, int64_t max_hold_ms, Clock::time_point acquired_at,
+                  Clock::time_point deadline) {
+  std::lock_guard<std::mutex> g(mu_);
+  Entry& e = entries_[lock];
+  e = Entry{};
+  e.key = key;
+  e.owner = owner;
+  e.ttl_ms = ttl_ms;
+  e.max_hold_ms = max_hold_ms;
+  e.acquired_at = acquired_at;
+  e.last_sent = deadline - std::chrono::milliseconds(ttl_ms);
+  e.deadline = deadline;
+  if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+  cv_.notify_all();
+}
+
+void Renewer::Remove(LockImpl* lock) {
+  std::lock_guard<std::mutex> g(mu_);
+  entries_.erase(lock);
+}
+
+void Renewer::Renewed(LockImpl* lock, Clock::time_point sent, Clock::time_point deadline) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = entries_.find(lock);
+  if (it == entries_.end()) return;
+  it->second.last_sent = sent;
+  it->second.deadline = deadline;
+  it->second.failures = 0;
+}
+
+size_t Renewer::size() {
+  std::lock_guard<std::mutex> g(mu_);
+  return entries_.size();
+}
+
+Status Renewer::EnsureConn() {
+  if (conn_ && !conn_->broken()) return Status::OK();
+  conn_.reset();
+  std::unique_ptr<Conn> c;
+  Status s = Conn::Connect(client_->options(), &c);
+  if (!s.ok()) return s;
+  c->set_counter(client_->pool().sent_counter());
+  conn_ = std::move(c);
+  return Status::OK();
+}
+
+Status Renewer::RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
+                           std::vector<Outcome>* outcomes) {
+  outcomes->assign(items.size(), Outcome::kError);
+  Status s = EnsureConn();
+  if (!s.ok()) return s;
+  const std::string t = "`" + client_->options().table + "`";
+  Counters& counters = client_->counters();
+  for (size_t start = 0; start < items.size(); start += kMaxBatch) {
+    const size_t n = std::min(kMaxBatch, items.size() - start);
+    const size_t b = Bucket(n);
+    const std::string in = Placeholders(b);
+    // Exact despite the two IN lists: an owner id belongs to one acquisition
+    // of one key, so (key, owner) pairs cannot mix.
+    const std::string where = " WHERE lock_key IN (" + in + ") AND owner IN (" + in + ")";
+    std::vector<Param> keys_owners;
+    keys_owners.reserve(2 * b);
+    for (size_t i = 0; i < b; ++i) keys_owners.push_back(Param::Bytes(items[start + std::min(i, n - 1)].key));
+    for (size_t i = 0; i < b; ++i) keys_owners.push_back(Param::Bytes(items[start + std::min(i, n - 1)].owner));
+
+    std::vector<Param> params;
+    params.reserve(1 + 2 * b);
+    params.push_back(Param::Int(ttl_ms * 1000));
+    params.insert(params.end(), keys_owners.begin(), keys_owners.end());
+    ExecResult r;
+    *sent = Clock::now();
+    s = conn_->Exec("UPDATE " + t + " SET expire_time = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND" +
+                        where + " AND expire_time >= UTC_TIMESTAMP(6)",
+                    params, &r);
+    counters.renew_statements.fetch_add(1);
+    if (!s.ok()) return s;
+    counters.renewals.fetch_add(r.affected);
+    if (r.affected == n) {
+      for (size_t i = 0; i < n; ++i) (*outcomes)[start + i] = Outcome::kRenewed;
+      continue;
+    }
+    // Some were not renewed: find out exactly which (a second statement only
+    // when a lease was lost). A renewed row is ours with time left.
+    s = conn_->Exec("SELECT lock_key, owner, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expire_time) FROM " +
+                        t + where,
+                    keys_owners, &r);
+    counters.renew_statements.fetch_add(1);
+    if (!s.ok()) return s;
+    std::unordered_map<std::string, int64_t> left;  // owner -> remaining us
+    for (const Row& row : r.rows) {
+      if (row[1] && row[2]) left[*row[1]] = std::strtoll(row[2]->c_str(), nullptr, 10);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      auto it = left.find(items[start + i].owner);
+      (*outcomes)[start + i] = it != left.end() && it->second > 0 ? Outcome::kRenewed : Outcome::kLost;
+    }
+  }
+  return Status::OK();
+}
+
+void Renewer::Run() {
+  mysql_thread_init();
+  std::unique_lock<std::mutex> g(mu_);
+  while (!stop_) {
+    const auto now = Clock::now();
+    auto next = now + std::chrono::hours(1);
+    std::map<int64_t, std::vector<Item>> batches;  // by ttl
+    std::vector<std::pair<LockImpl*, std::string>> expired;
+    for (auto& kv : entries_) {
+      Entry& e = kv.second;
+      if (now >= e.deadline) {
+        expired.emplace_back(kv.first, e.tripped ? "max hold time reached: the lease was not renewed and ran out"
+                                                 : "no renewal succeeded before the lease ran out");
+        continue;
+      }
+      if (!e.tripped && e.max_hold_ms > 0 &&
+          now - e.acquired_at >= std::chrono::milliseconds(e.max_hold_ms)) {
+        e.tripped = true;
+        client_->counters().max_hold_trips.fetch_add(1);
+        Event ev;
+        ev.type = EventType::kMaxHold;
+        ev.severity = Severity::kCritical;
+        ev.key = e.key;
+        ev.owner = e.owner;
+        ev.token = kv.first->Token();
+        ev.message = "max hold time of " + std::to_string(e.max_hold_ms) +
+                     " ms reached: renewal stopped, the lease will expire (is the job stuck?)";
+        client_->PushEvent(std::move(ev));
+      }
+      if (e.tripped) {
+        next = std::min(next, e.deadline);
+        continue;
+      }
+      auto due = std::max(e.last_sent + std::chrono::microseconds(DueUs(e.ttl_ms)), e.retry_at);
+      if (due - std::chrono::microseconds(SlackUs(e.ttl_ms)) <= now) {
+        batches[e.ttl_ms].push_back(Item{kv.first, e.key, e.owner});
+      } else {
+        next = std::min(next, due - std::chrono::microseconds(SlackUs(e.ttl_ms)));
+      }
+      next = std::min(next, e.deadline);
+    }
+    for (auto& x : expired) {
+      Entry& e = entries_[x.first];
+      client_->counters().lost.fetch_add(1);
+      Event ev;
+      ev.type = EventType::kLost;
+      ev.severity = Severity::kCritical;
+      ev.key = e.key;
+      ev.owner = e.owner;
+      ev.token = x.first->Token();
+      ev.message = x.second;
+      client_->PushEvent(std::move(ev));
+      x.first->OnLost(e.owner, x.second);
+      entries_.erase(x.first);
+    }
+    if (batches.empty()) {
+      if (expired.empty()) cv_.wait_until(g, next);
+      continue;
+    }
+    client_->counters().renew_ticks.fetch_add(1);
+    for (auto& kv : batches) {
+      const int64_t ttl = kv.first;
+      std::vector<Outcome> outcomes;
+      Clock::time_point sent;
+      g.unlock();  // no lock held during I/O: Remove() and Add() stay quick
+      Status s = RenewBatch(ttl, kv.second, &sent, &outcomes);
+      g.lock();
+      for (size_t i = 0; i < kv.second.size(); ++i) {
+        const Item& it = kv.second[i];
+        auto e = entries_.find(it.lock);
+        if (e == entries_.end() || e->second.owner != it.owner) continue;  // released meanwhile
+        Entry& en = e->second;
+        if (outcomes[i] == Outcome::kRenewed) {
+          en.last_sent = sent;
+          en.deadline = sent + std::chrono::milliseconds(ttl);
+          en.failures = 0;
+          en.retry_at = {};
+          it.lock->OnRenewed(it.owner, en.deadline);
+        } else if (outcomes[i] == Outcome::kLost) {
+          const std::string why = "the lease had expired by the database clock or another owner took it";
+          client_->counters().lost.fetch_add(1);
+          Event ev;
+          ev.type = EventType::kLost;
+          ev.severity = Severity::kCritical;
+          ev.key = en.key;
+          ev.owner = en.owner;
+          ev.token = it.lock->Token();
+          ev.message = why;
+          client_->PushEvent(std::move(ev));
+          it.lock->OnLost(it.owner, why);
+          entries_.erase(e);
+        } else {
+          // Transient: retry soon, within what is left of the lease.
+          int ms = std::min(1000, 50 << std::min(en.failures, 4));
+          en.retry_at = Clock::now() + std::chrono::milliseconds(ms);
+          if (en.failures++ == 0) {
+            Event ev;
+            ev.type = EventType::kRenewRetry;
+            ev.severity = Severity::kWarning;
+            ev.key = en.key;
+            ev.owner = en.owner;
+            ev.token = it.lock->Token();
+            ev.message = "renewal failed, retrying until the lease runs out: " + s.message();
+            client_->PushEvent(std::move(ev));
+          }
+        }
+      }
+    }
+  }
+  g.unlock();
+  conn_.reset();
+  mysql_thread_end();
+}
+
+}  // namespace dlock

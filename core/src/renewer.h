@@ -1,0 +1,69 @@
+// The watchdog (A5, A9, B4): one thread per client extends every auto-renewed
+// lease it holds, all of them in one statement per tick.
+#ifndef DLOCK_CORE_RENEWER_H_
+#define DLOCK_CORE_RENEWER_H_
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "conn.h"
+#include "pool.h"
+
+namespace dlock {
+
+class ClientImpl;
+class LockImpl;
+
+class Renewer {
+ public:
+  explicit Renewer(ClientImpl* client) : client_(client) {}
+  ~Renewer();  // stops the thread; leases still registered simply stop renewing
+
+  // Starts renewing lock's lease. acquired_at starts the max-hold clock.
+  void Add(LockImpl* lock, const std::string& key, const std::string& owner, int64_t ttl_ms,
+           int64_t max_hold_ms, Clock::time_point acquired_at, Clock::time_point deadline);
+  // After it returns, the renewer never touches lock again.
+  void Remove(LockImpl* lock);
+  // A manual renew succeeded: the next tick can wait.
+  void Renewed(LockImpl* lock, Clock::time_point sent, Clock::time_point deadline);
+  size_t size();
+
+ private:
+  struct Entry {
+    std::string key, owner;
+    int64_t ttl_ms = 0;
+    int64_t max_hold_ms = 0;
+    Clock::time_point acquired_at, last_sent, deadline, retry_at;
+    bool tripped = false;   // max hold reached: no more renewals
+    int failures = 0;       // consecutive transient failures
+  };
+  struct Item {
+    LockImpl* lock;
+    std::string key, owner;
+  };
+  enum class Outcome { kRenewed, kLost, kError };
+
+  void Run();
+  // Renews items (all with the same ttl) in as few statements as possible.
+  // Fills outcomes[i]; returns the status of the failure, if any.
+  Status RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
+                    std::vector<Outcome>* outcomes);
+  Status EnsureConn();
+
+  ClientImpl* client_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<LockImpl*, Entry> entries_;
+  bool stop_ = false;
+  std::thread thread_;
+  std::unique_ptr<Conn> conn_;  // the renewer's own: never starved by the pool
+};
+
+}  // namespace dlock
+
+#endif  // DLOCK_CORE_RENEWER_H_

@@ -1,0 +1,66 @@
+// Local waiting (B3): threads of one process waiting for the same key queue
+// here in arrival order, and only the head of the queue talks to the
+// database. A local release wakes the head at once.
+#ifndef DLOCK_CORE_WAITERS_H_
+#define DLOCK_CORE_WAITERS_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <list>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace dlock {
+
+class WaitQueues {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // What the last busy attempt on a key told us, shared by the process.
+  struct Hint {
+    bool contended = false;  // busy recently, or local waiters queued: skip the blind first attempt
+    Clock::time_point expiry_estimate{};    // when the holder's lease ends, by the DB
+  };
+
+  uint64_t Join(const std::string& key);
+  void Leave(const std::string& key, uint64_t ticket);
+  // Waits until ticket heads the key's queue (true), or until deadline or
+  // stop() turns true (false).
+  bool WaitHead(const std::string& key, uint64_t ticket, Clock::time_point deadline,
+                const std::function<bool()>& stop);
+  // The head sleeps until `until`, a local release, or stop().
+  void Sleep(const std::string& key, Clock::time_point until, const std::function<bool()>& stop);
+  // A local holder released key: wake its waiters.
+  void Notify(const std::string& key);
+
+  void NoteBusy(const std::string& key, int64_t remaining_us);
+  Hint GetHint(const std::string& key);
+
+ private:
+  struct Queue {
+    uint64_t next_ticket = 0;
+    std::deque<uint64_t> tickets;
+    uint64_t releases = 0;
+    std::condition_variable cv;
+  };
+  struct HintEntry {
+    Hint hint;
+    Clock::time_point noted;
+    std::list<std::string>::iterator lru;
+  };
+  static constexpr size_t kMaxHints = 4096;
+  static constexpr std::chrono::milliseconds kHintLife{2000};
+
+  std::mutex mu_;
+  std::unordered_map<std::string, Queue> queues_;
+  std::unordered_map<std::string, HintEntry> hints_;
+  std::list<std::string> lru_;
+};
+
+}  // namespace dlock
+
+#endif  // DLOCK_CORE_WAITERS_H_
