@@ -349,9 +349,11 @@ Status LockImpl::LeaseAcquire(Clock::time_point deadline, uint64_t cancel_seen, 
   auto stop = [&] { return Cancelled(cancel_seen); };
   int64_t backoff_us = kPollMinUs;
   bool polled = false;
+  uint64_t releases_seen = 0;
   for (;;) {
     if (!wq.WaitHead(db_key_, ticket, deadline, stop))
       return Cancelled(cancel_seen) ? CancelledStatus(Name()) : busy();
+    if (!polled) releases_seen = wq.Releases(db_key_);
     const auto now = Clock::now();
     const auto expiry = wq.GetHint(db_key_).expiry_estimate;
     if (wake && !has_wake_name_) {
@@ -375,7 +377,7 @@ Status LockImpl::LeaseAcquire(Clock::time_point deadline, uint64_t cancel_seen, 
     } else if (polled) {
       auto until = std::min({now + std::chrono::microseconds(JitterUs(backoff_us)), deadline,
                              std::max(expiry, now + std::chrono::microseconds(500))});
-      wq.Sleep(db_key_, until, stop);
+      wq.Sleep(db_key_, releases_seen, until, stop);
       backoff_us = std::min(backoff_us * 2, kPollMaxUs);
     }
     polled = true;
@@ -383,6 +385,7 @@ Status LockImpl::LeaseAcquire(Clock::time_point deadline, uint64_t cancel_seen, 
       DropWakeName();
       return CancelledStatus(Name());
     }
+    releases_seen = wq.Releases(db_key_);  // a release after this wakes the next sleep
     Status s = c_->LeaseAcquire(db_key_, *owner, opts_.ttl_ms, deadline,
                                 own_conn_ ? &*own_conn_ : nullptr, &a);
     if (!s.ok()) {

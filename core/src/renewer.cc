@@ -14,8 +14,7 @@ namespace dlock {
 namespace {
 
 // Leases are renewed every ttl/3; one that falls due within the next ttl/6
-// is renewed early with the rest, so that leases acquired at different times
-// line up after one round and share a statement.
+// is renewed early with the rest (see Run).
 int64_t DueUs(int64_t ttl_ms) { return ttl_ms * 1000 / 3; }
 int64_t SlackUs(int64_t ttl_ms) { return ttl_ms * 1000 / 6; }
 
@@ -159,6 +158,7 @@ void Renewer::Run() {
     auto next = now + std::chrono::hours(1);
     std::map<int64_t, std::vector<Item>> batches;  // by ttl
     std::vector<std::pair<LockImpl*, std::string>> expired;
+    bool fire = false;
     for (auto& kv : entries_) {
       Entry& e = kv.second;
       if (now >= e.deadline) {
@@ -184,13 +184,21 @@ void Renewer::Run() {
         next = std::min(next, e.deadline);
         continue;
       }
-      auto due = std::max(e.last_sent + std::chrono::microseconds(DueUs(e.ttl_ms)), e.retry_at);
-      if (due - std::chrono::microseconds(SlackUs(e.ttl_ms)) <= now) {
-        batches[e.ttl_ms].push_back(Item{kv.first, e.key, e.owner});
-      } else {
-        next = std::min(next, due - std::chrono::microseconds(SlackUs(e.ttl_ms)));
+      const auto due = std::max(e.last_sent + std::chrono::microseconds(DueUs(e.ttl_ms)), e.retry_at);
+      if (due <= now) fire = true;
+      next = std::min({next, due, e.deadline});
+    }
+    // A tick fires when some lease is due, and takes along every lease that
+    // would fall due within the next ttl/6: leases acquired at different
+    // times merge into one statement after a round or two.
+    if (fire) {
+      for (auto& kv : entries_) {
+        const Entry& e = kv.second;
+        if (e.tripped || now >= e.deadline) continue;
+        const auto due = std::max(e.last_sent + std::chrono::microseconds(DueUs(e.ttl_ms)), e.retry_at);
+        if (due - std::chrono::microseconds(SlackUs(e.ttl_ms)) <= now)
+          batches[e.ttl_ms].push_back(Item{kv.first, e.key, e.owner});
       }
-      next = std::min(next, e.deadline);
     }
     for (auto& x : expired) {
       Entry& e = entries_[x.first];

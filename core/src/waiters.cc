@@ -44,11 +44,16 @@ bool WaitQueues::WaitHead(const std::string& key, uint64_t ticket, Clock::time_p
   }
 }
 
-void WaitQueues::Sleep(const std::string& key, Clock::time_point until,
+uint64_t WaitQueues::Releases(const std::string& key) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = queues_.find(key);
+  return it == queues_.end() ? 0 : it->second.releases;
+}
+
+void WaitQueues::Sleep(const std::string& key, uint64_t seen, Clock::time_point until,
                        const std::function<bool()>& stop) {
   std::unique_lock<std::mutex> g(mu_);
   Queue& q = queues_[key];
-  const uint64_t seen = q.releases;
   for (;;) {
     if (q.releases != seen || stop()) return;
     auto now = Clock::now();

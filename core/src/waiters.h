@@ -32,8 +32,12 @@ class WaitQueues {
   // stop() turns true (false).
   bool WaitHead(const std::string& key, uint64_t ticket, Clock::time_point deadline,
                 const std::function<bool()>& stop);
-  // The head sleeps until `until`, a local release, or stop().
-  void Sleep(const std::string& key, Clock::time_point until, const std::function<bool()>& stop);
+  // Local releases of key so far; pass it to Sleep to not miss one that
+  // happens between reading it and sleeping.
+  uint64_t Releases(const std::string& key);
+  // The head sleeps until `until`, a local release after `seen`, or stop().
+  void Sleep(const std::string& key, uint64_t seen, Clock::time_point until,
+             const std::function<bool()>& stop);
   // A local holder released key: wake its waiters.
   void Notify(const std::string& key);
 
