@@ -88,6 +88,10 @@ ClientImpl::ClientImpl(ClientOptions opts, LockOptions lock_defaults)
   lease_sql_.release_name = "DO RELEASE_LOCK(?)";
 
   const std::string r = Quote(opts_.row_table);
+  // The article's SELECT .. FOR UPDATE by default: a locking read commits
+  // without a log flush. With fence=1 the lock is taken by an UPDATE that
+  // bumps the row's counter instead (a fencing token costs one flush).
+  const std::string select = "SELECT fence FROM " + r + " WHERE lock_name = ? FOR UPDATE";
   const std::string grab = "UPDATE " + r + " SET fence = LAST_INSERT_ID(fence + 1), updated_time = " +
                            now + " WHERE lock_name = ?";
   row_sql_.exists = "SELECT 1 FROM " + r + " WHERE lock_name = ?";
@@ -95,14 +99,21 @@ ClientImpl::ClientImpl(ClientOptions opts, LockOptions lock_defaults)
   // the existing row, which the holder has locked exclusively.
   row_sql_.create = "SET STATEMENT innodb_lock_wait_timeout=1 FOR INSERT IGNORE INTO " + r +
                     " (lock_name, fence) VALUES (?, 0)";
-  row_sql_.nowait = "SET STATEMENT innodb_lock_wait_timeout=0 FOR " + grab;
-  for (size_t i = 0; i < kRowSliceCount; ++i) {
-    int64_t ms = kRowSlicesMs[i];
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "SET STATEMENT max_statement_time=%lld.%03lld, innodb_lock_wait_timeout=%lld FOR ",
-                  static_cast<long long>(ms / 1000), static_cast<long long>(ms % 1000),
-                  static_cast<long long>(ms / 1000 + 2));
-    row_sql_.sliced.push_back(buf + grab);
+  for (int fenced = 0; fenced < 2; ++fenced) {
+    const std::string& take = fenced ? grab : select;
+    // NOWAIT needs no per-statement variable (cheaper), but exists for
+    // SELECT only.
+    row_sql_.nowait[fenced] = fenced ? "SET STATEMENT innodb_lock_wait_timeout=0 FOR " + take
+                                     : take + " NOWAIT";
+    for (size_t i = 0; i < kRowSliceCount; ++i) {
+      int64_t ms = kRowSlicesMs[i];
+      char buf[160];
+      std::snprintf(buf, sizeof buf,
+                    "SET STATEMENT max_statement_time=%lld.%03lld, innodb_lock_wait_timeout=%lld FOR ",
+                    static_cast<long long>(ms / 1000), static_cast<long long>(ms % 1000),
+                    static_cast<long long>(ms / 1000 + 2));
+      row_sql_.sliced[fenced].push_back(buf + take);
+    }
   }
 }
 

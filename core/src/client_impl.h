@@ -35,9 +35,11 @@ struct LeaseSql {
 struct RowSql {
   std::string exists;  // params: name
   std::string create;  // params: name
-  std::string nowait;  // params: name; lock without waiting
-  // Lock waiting at most kRowSlicesMs[i] ms; params: name.
-  std::vector<std::string> sliced;
+  // [0]: SELECT .. FOR UPDATE (a row = locked); [1]: fenced, an UPDATE that
+  // bumps the row's counter (affected 1 = locked). params: name.
+  std::string nowait[2];
+  // Lock waiting at most kRowSlicesMs[i] ms.
+  std::vector<std::string> sliced[2];
 };
 
 // The wait slices a row-lock acquisition is made of: a bounded set, so that

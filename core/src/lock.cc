@@ -430,26 +430,27 @@ Status LockImpl::RowAcquire(Clock::time_point deadline, uint64_t cancel_seen, ui
     bool missing = false;
     for (;;) {
       int64_t left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      const std::string* sql = &c_->row_sql().nowait;
+      const int fenced = opts_.fence ? 1 : 0;
+      const std::string* sql = &c_->row_sql().nowait[fenced];
       if (left_ms > 0) {
         // The largest slice that fits what is left and stays well inside the
         // read timeout; at least the smallest slice.
         int64_t cap = std::min<int64_t>(left_ms, c_->options().read_timeout_s * 1000LL / 2);
         size_t i = 0;
         while (i + 1 < kRowSliceCount && kRowSlicesMs[i + 1] <= cap) ++i;
-        sql = &c_->row_sql().sliced[i];
+        sql = &c_->row_sql().sliced[fenced][i];
       }
       ExecResult r;
       server_wait_id_.store(conn->thread_id());
       s = conn->Exec(*sql, {Param::Bytes(db_key_)}, &r);
       server_wait_id_.store(0);
       if (s.ok()) {
-        if (r.affected == 1) {
+        if (fenced ? r.affected == 1 : r.rows.size() == 1) {
           if (Cancelled(cancel_seen)) {
             conn->Query("ROLLBACK");
             return CancelledStatus(Name());
           }
-          *fence = r.insert_id;
+          *fence = fenced ? r.insert_id : 0;
           row_conn_ = std::move(conn);
           return Status::OK();
         }

@@ -133,6 +133,11 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *                     ("<shard_group>:1".."<shard_group>:N"); exclusion is
  *                     then per shard, not per key (default 0 = off)
  *     shard_group     name prefix of the shard rows (default dlock-shard)
+ *     fence           row locks: 0|1 (default 0). 1 takes the row with an
+ *                     UPDATE that counts a fencing token (dlock_token grows
+ *                     per acquisition) at the price of a log flush per
+ *                     acquisition; 0 uses the article's SELECT .. FOR UPDATE
+ *                     and dlock_token is 0. Leases always have tokens.
  *     wakeup          auto|poll: waiters are woken by the releasing holder
  *                     through a server-side GET_LOCK name (auto; never used
  *                     on Galera) or only poll (default auto)
@@ -236,7 +241,8 @@ DLOCK_EXPORT int dlock_held(const dlock_lock *lock);
 DLOCK_EXPORT const char *dlock_owner(const dlock_lock *lock);
 /* Fencing token of the current/last acquisition: strictly increasing per key
  * across releases, crashes and server restarts. 0 before the first. Row
- * locks: a per-row counter incremented by each acquisition. */
+ * locks: 0 unless opened with fence=1 (a row lock is its transaction: a
+ * holder whose connection died cannot commit, so it rarely needs one). */
 DLOCK_EXPORT uint64_t dlock_token(const dlock_lock *lock);
 /* The key and its length (owned by the lock, valid until dlock_close). */
 DLOCK_EXPORT const char *dlock_key(const dlock_lock *lock, size_t *out_len);

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Runs every test of dlock, each runner printing its own summary:
+#   1. C/C++: ctest (doctest suites of the core, the lifecycle suite, the
+#      pure-C test of the C API, header/export/pkg-config checks)
+#   2. the core's tests again under ASan+UBSan, then under TSan
+#   3. Python: pytest (after pip-installing the package into a venv)
+# Every suite talks to a real MariaDB: a throwaway one on loopback that the
+# suite starts itself, or the server named by DLOCK_URL.
+#   scripts/test.sh            everything
+#   DLOCK_TEST_QUICK=1 ...     skip the sanitizer builds
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+scripts/setup.sh
+
+jobs=$(nproc 2>/dev/null || echo 2)
+failed=()
+
+section() { printf '\n==== %s ====\n' "$*"; }
+
+# ctest in a build dir; extra args go to ctest.
+run_ctest() {
+  local dir=$1; shift
+  (cd "$dir" && ctest --output-on-failure "$@") || failed+=("ctest in $dir")
+}
+
+section "C/C++ build"
+cmake -S . -B build -G Ninja -DBUILD_TESTING=ON >/dev/null
+cmake --build build -j "$jobs"
+
+section "C/C++ tests (ctest)"
+run_ctest build
+
+if [ -z "${DLOCK_TEST_QUICK:-}" ]; then
+  # The core's own suites: what links the core, minus the install/ABI checks.
+  core_tests='^(db_start|db_stop|core_.*|lifecycle|capi_test)$'
+  for san in address thread; do
+    section "core tests under sanitizer: $san"
+    cmake -S . -B "build-$san" -G Ninja -DBUILD_TESTING=ON -DDLOCK_SANITIZE=$san \
+      -DCMAKE_BUILD_TYPE=Debug >/dev/null
+    cmake --build "build-$san" -j "$jobs"
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/tests/tsan.supp" \
+      run_ctest "build-$san" -R "$core_tests"
+  done
+fi
+
+if [ -f pyproject.toml ]; then
+  section "Python tests (pytest)"
+  venv=build/venv
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
+  "$venv/bin/python" -m pip install -q . pytest || failed+=("pip install .")
+  "$venv/bin/python" -m pytest -q tests/python || failed+=("pytest")
+fi
+
+section "summary"
+if [ ${#failed[@]} -gt 0 ]; then
+  printf 'FAILED: %s\n' "${failed[@]}"
+  exit 1
+fi
+echo "all test suites passed"
