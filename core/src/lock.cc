@@ -527,8 +527,17 @@ Status LockImpl::Renew() {
   if (!s.ok()) return s;
   if (!renewed) {
     c_->renewer().Remove(this);
+    const std::string why = "the lease had expired by the database clock or another owner took it";
+    Event ev;
+    ev.type = EventType::kLost;
+    ev.severity = Severity::kCritical;
+    ev.key = key_;
+    ev.owner = owner;
+    ev.token = Token();
+    ev.message = "renew found the lease lost: " + why;
+    c_->PushEvent(std::move(ev));
     std::lock_guard<std::mutex> g(st_mu_);
-    SetLostLocked("the lease had expired by the database clock or another owner took it");
+    SetLostLocked(why);
     c_->counters().lost.fetch_add(1);
     return Status::Lost("lock " + Name() + " was lost: " + lost_why_);
   }
