@@ -105,8 +105,6 @@ class ClientImpl {
   bool wakeup_supported() const { return !server_.galera; }
   // Runs KILL QUERY on a connection blocked in a server-side wait.
   void KillQuery(unsigned long thread_id);
-  // Set by the facade: the Client that owns this impl (for the cleanup lock).
-  void set_owner(std::weak_ptr<Client> c) { self_ = std::move(c); }
 
  private:
   ClientImpl(ClientOptions opts, LockOptions lock_defaults);
@@ -127,7 +125,6 @@ class ClientImpl {
   Counters counters_;
   Events events_;
   WaitQueues waiters_;
-  std::weak_ptr<Client> self_;
   // Periodic cleanup (cleanup_interval_ms > 0).
   std::mutex janitor_mu_;
   std::condition_variable janitor_cv_;

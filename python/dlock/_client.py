@@ -1,0 +1,671 @@
+"""The Pythonic API: dlock.connect(), Client, Lock (with-statement), AsyncLock.
+
+Everything here adapts the C++ core (dlock._core) to Python idioms. Waiting,
+renewal, reentrancy, fencing and cleanup all happen in the core; this module
+holds no lock logic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import functools
+import inspect
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from types import TracebackType
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    List,
+    Optional,
+    Sequence,
+    Type,
+    TypeVar,
+    cast,
+)
+
+from . import _convert, _core
+from ._errors import Cancelled, Error, LockTimeout, StateError
+
+__all__ = ["connect", "Client", "Lock", "AsyncLock", "Event", "EventType", "Severity"]
+
+Key = _convert.Key
+F = TypeVar("F", bound=Callable[..., Any])
+
+_STATES = {0: "idle", 1: "held", 2: "lost"}
+_OK, _LOST, _TIMEOUT, _CANCELLED = 0, -3, -12, -13
+_MAX_WAIT_MS = 86_400_000  # the longest single wait the core accepts (1 day)
+
+
+class EventType(enum.IntEnum):
+    """What happened (dlock_event_type)."""
+
+    LOST = 1  #: a held lease was lost (expired by the database clock, or taken)
+    MAX_HOLD = 2  #: the max-hold breaker stopped renewing a lease
+    RELEASE_GONE = 3  #: release found the row taken by another owner (left alone)
+    RENEW_RETRY = 4  #: a renewal failed transiently and is being retried
+    CLEANUP = 5  #: cleanup removed expired rows, or failed
+
+
+class Severity(enum.IntEnum):
+    INFO = 0
+    WARNING = 1
+    CRITICAL = 2
+
+
+@dataclass(frozen=True)
+class Event:
+    """One entry of a client's event queue (B6)."""
+
+    type: EventType
+    severity: Severity
+    time: float  #: wall-clock time it was raised (Unix seconds), for logs
+    token: int  #: fencing token of the lease concerned, or 0
+    key: Key
+    owner: str
+    message: str
+
+
+def connect(url: str, **options: Any) -> "Client":
+    """Opens a client: a bounded pool of lock connections to one server.
+
+    ``url`` is ``mysql://user[:password]@host[:port]/database[?option=value&...]``
+    (the password may instead come from the environment variable
+    DLOCK_PASSWORD). ``options`` are the config keys of dlock.h, e.g.
+    ``pool=8, connect_timeout=5, table="distributed_lock",
+    cleanup_interval_ms=60000``; set on the client, the lock keys (``ttl_ms``,
+    ``max_hold_ms``, ``wakeup``, ...) become its locks' defaults. In seconds:
+    ``ttl``, ``max_hold``, ``cleanup_interval``, ``cleanup_grace``.
+
+    Connects once to check the server (reachable, writable, not a replica) and
+    creates the lock tables if missing. The GIL is released meanwhile.
+    """
+    return Client(url, **options)
+
+
+class Client:
+    """A connection pool for locks. Safe to share between threads.
+
+    Use one per process and server (open it after a fork, not before).
+    """
+
+    def __init__(self, url: str, **options: Any) -> None:
+        if not isinstance(url, str):
+            raise TypeError(f"url must be a str (mysql://user@host:port/database), not {type(url).__name__}")
+        self._options = _convert.options(options)
+        self._url = url  # kept for init(); never shown (repr uses the redacted form)
+        self._where = _convert.redact(url)
+        self._core: Optional[_core.Client] = _core.Client(url, self._options)
+
+    # -- lifecycle ----------------------------------------------------------
+
+    def _c(self) -> _core.Client:
+        c = self._core
+        if c is None:
+            raise StateError("the client is closed")
+        return c
+
+    def close(self) -> None:
+        """Drops this handle. Locks opened on it keep working until they are
+        dropped; the pool closes with the last of them."""
+        self._core = None
+
+    @property
+    def closed(self) -> bool:
+        return self._core is None
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = " closed" if self._core is None else ""
+        return f"<dlock.Client {self._where}{state}>"
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "a dlock.Client cannot be sent to another process: pass its URL and call "
+            "dlock.connect() there (a client is bound to the process that opened it)"
+        )
+
+    def init(self) -> None:
+        """Makes sure the lock tables exist (creating them if missing).
+
+        Opening a client already does this; call it again after the tables
+        were dropped, or from a setup script."""
+        self._c()
+        _core.Client(self._url, self._options)
+
+    # -- locks ----------------------------------------------------------------
+
+    def lock(
+        self,
+        key: Key,
+        ttl: float = 30.0,
+        wait: float = 3.0,
+        *,
+        auto_renew: bool = True,
+        max_hold: Optional[float] = None,
+        reentrant: bool = True,
+        transaction: bool = False,
+        on_lost: Optional[Callable[["Lock"], Any]] = None,
+        **options: Any,
+    ) -> "Lock":
+        """A lease lock (A1): ``with client.lock("job:refresh", ttl=30, wait=3) as held:``.
+
+        ttl: lease length in seconds; with ``auto_renew`` (default) the core's
+        watchdog renews it every ttl/3 until release, up to ``max_hold``
+        seconds (default 300; 0 = no limit). wait: seconds to wait for it
+        (``dlock.LockTimeout`` when not acquired). ``transaction=True`` opens a
+        transaction on the lock's own connection at acquisition (A7):
+        ``held.execute()`` runs there and the release commits it together with
+        the release (an exception inside the with-block rolls it back).
+        ``on_lost(lock)`` is called from a thread of this package if the
+        lease is lost while held. Other ``options``: dlock.h's lock keys
+        (``wakeup``, ``holder``, ...).
+
+        Not acquired until used: ``with`` or ``acquire()``. Reentrant per
+        object and thread: the same thread entering the same Lock object again
+        counts up.
+        """
+        opts: Dict[str, Any] = {"mode": "lease", "ttl_ms": _convert.ms(ttl, "ttl", positive=True),
+                                "auto_renew": auto_renew, "reentrant": reentrant}
+        if max_hold is not None:
+            opts["max_hold_ms"] = _convert.ms(max_hold, "max_hold")
+        opts.update(options)
+        return Lock(self, key, opts, wait=wait, transaction=transaction, on_lost=on_lost)
+
+    def row_lock(
+        self,
+        key: Key,
+        wait: float = 5.0,
+        *,
+        reentrant: bool = True,
+        shards: Optional[int] = None,
+        on_lost: Optional[Callable[["Lock"], Any]] = None,
+        **options: Any,
+    ) -> "Lock":
+        """A row lock (A2): ``SELECT ... FOR UPDATE`` on the key's row (created
+        if missing, never a gap lock), held by an open transaction.
+
+        ``with client.row_lock("order_compensate", wait=5) as held:``
+        ``held.execute(sql, params)`` runs on that transaction (A7); leaving the
+        block commits (the release), an exception rolls back. ``shards=N``
+        maps the key onto one of N rows (A12: exclusion is then per shard).
+        """
+        opts: Dict[str, Any] = {"mode": "row", "reentrant": reentrant, "shards": shards}
+        opts.update(options)
+        return Lock(self, key, opts, wait=wait, transaction=False, on_lost=on_lost)
+
+    def alock(
+        self,
+        key: Key,
+        ttl: float = 30.0,
+        wait: float = 3.0,
+        *,
+        auto_renew: bool = True,
+        max_hold: Optional[float] = None,
+        mode: str = "lease",
+        transaction: bool = False,
+        on_lost: Optional[Callable[["Lock"], Any]] = None,
+        **options: Any,
+    ) -> "AsyncLock":
+        """The asyncio form of lock(): ``async with client.alock("job", ttl=30, wait=3):``.
+
+        The blocking core calls run in a thread pool of this package, so the
+        event loop keeps running while it waits; cancelling the task cancels
+        the wait (the core's Cancel()). The holder is the AsyncLock object,
+        not a thread: use one per task (they are not reentrant).
+        ``mode="row"`` gives the row lock (ttl and auto_renew do not apply).
+        """
+        opts: Dict[str, Any] = {"mode": mode, "holder": "lock", "reentrant": False}
+        if mode == "lease":
+            opts.update(ttl_ms=_convert.ms(ttl, "ttl", positive=True), auto_renew=auto_renew)
+        if max_hold is not None:
+            opts["max_hold_ms"] = _convert.ms(max_hold, "max_hold")
+        opts.update(options)
+        return AsyncLock(Lock(self, key, opts, wait=wait, transaction=transaction, on_lost=on_lost))
+
+    def locked(self, key: Key, ttl: float = 30.0, wait: float = 3.0, **kwargs: Any) -> Callable[[F], F]:
+        """Decorator: runs the function while holding the lock.
+
+        ``@client.locked("job:refresh", ttl=30, wait=3)``. Every call of a
+        plain function goes through one Lock object per process, so threads
+        exclude each other and a recursive call counts up; a coroutine
+        function gets an ``alock()`` per call. Raises ``dlock.LockTimeout``
+        when not acquired; other keywords as for lock().
+        """
+
+        def decorate(fn: F) -> F:
+            if inspect.iscoroutinefunction(fn):
+
+                @functools.wraps(fn)
+                async def run_async(*args: Any, **kw: Any) -> Any:
+                    async with self.alock(key, ttl, wait, **kwargs):
+                        return await fn(*args, **kw)
+
+                return cast(F, run_async)
+
+            shared: Dict[int, Lock] = {}
+            mu = threading.Lock()
+
+            def the_lock() -> Lock:
+                pid = os.getpid()  # a forked child needs its own
+                with mu:
+                    lk = shared.get(pid)
+                    if lk is None:
+                        shared.clear()
+                        lk = shared[pid] = self.lock(key, ttl, wait, **kwargs)
+                    return lk
+
+            @functools.wraps(fn)
+            def run(*args: Any, **kw: Any) -> Any:
+                with the_lock():
+                    return fn(*args, **kw)
+
+            return cast(F, run)
+
+        return decorate
+
+    # -- observability and maintenance ---------------------------------------
+
+    def next_event(self, timeout: float = 0.0) -> Optional[Event]:
+        """The oldest queued event, waiting up to ``timeout`` seconds; None if none came."""
+        raw = self._c().next_event(_convert.ms(timeout, "timeout"))
+        if raw is None:
+            return None
+        etype, severity, unix_ms, token, key, owner, message = raw
+        return Event(EventType(etype), Severity(severity), unix_ms / 1000.0, token,
+                     _convert.key_from_core(key), owner, message)
+
+    def events(self, timeout: float = 0.0) -> List[Event]:
+        """Waits up to ``timeout`` seconds for an event, then returns it with
+        every other event already queued (oldest first; [] if none)."""
+        first = self.next_event(timeout)
+        out: List[Event] = []
+        while first is not None:
+            out.append(first)
+            first = self.next_event(0)
+        return out
+
+    def counters(self) -> Dict[str, int]:
+        """The client's counters (acquisitions, busy, lost, renewals, table_rows, ...)."""
+        return self._c().counters()
+
+    def cleanup(self) -> int:
+        """Deletes leases expired longer than cleanup_grace ago (A8), unless
+        another client is cleaning right now; returns the rows deleted."""
+        return self._c().cleanup()
+
+
+class Lock:
+    """One named lock. Use as a context manager, or acquire()/release().
+
+    Safe to share between threads: with the default holder (the thread),
+    another thread entering it waits, and the thread that holds it counts up.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        key: Key,
+        options: Dict[str, Any],
+        *,
+        wait: float = 3.0,
+        transaction: bool = False,
+        on_lost: Optional[Callable[["Lock"], Any]] = None,
+    ) -> None:
+        self._key = _convert.check_key(key)
+        self._mode = str(options.get("mode", "lease"))
+        self._wait_ms = _convert.ms(wait, "wait")
+        self._transaction = bool(transaction)
+        if on_lost is not None and not callable(on_lost):
+            raise TypeError("on_lost must be callable")
+        self._on_lost = on_lost
+        self._client = client
+        self._core = _core.Lock(client._c(), key, _convert.options(options))
+        self._watch_mu = threading.Lock()
+        self._watcher: Optional[threading.Thread] = None
+
+    # -- state ----------------------------------------------------------------
+
+    @property
+    def key(self) -> Key:
+        return self._key
+
+    @property
+    def mode(self) -> str:
+        """"lease" or "row"."""
+        return self._mode
+
+    @property
+    def owner(self) -> str:
+        """Owner id of the current/last acquisition (host:pid:uuid; "" before the first)."""
+        return self._core.owner
+
+    @property
+    def token(self) -> int:
+        """Fencing token of the current/last acquisition (B1): strictly
+        increasing per key; 0 before the first."""
+        return self._core.token
+
+    @property
+    def state(self) -> str:
+        """"idle", "held" or "lost" (a lease past its deadline by our clock is "lost")."""
+        return _STATES.get(self._core.state, "unknown")
+
+    @property
+    def held(self) -> bool:
+        return self._core.held
+
+    @property
+    def lost(self) -> bool:
+        """True once the lock was lost while held (expired, taken, connection died)."""
+        return self._core.state == 2
+
+    @property
+    def remaining(self) -> Optional[float]:
+        """Seconds left on the lease by our monotonic clock (0 if not held);
+        None for row locks (they do not expire)."""
+        ms = self._core.remaining_ms
+        return None if ms < 0 else ms / 1000.0
+
+    @property
+    def hold_count(self) -> int:
+        """Reentrant holds: 0 when not held."""
+        return self._core.hold_count
+
+    def __repr__(self) -> str:
+        c = self._core
+        return (f"<dlock.Lock key={self._key!r} mode={self._mode} state={self.state} "
+                f"owner={c.owner!r} token={c.token} holds={c.hold_count}>")
+
+    # -- acquire / release -------------------------------------------------
+
+    def acquire(self, wait: Optional[float] = None) -> bool:
+        """Takes the lock, waiting at most ``wait`` seconds (default: the
+        lock's). True when held; False when someone else held it all along.
+        Ctrl-C interrupts the wait (KeyboardInterrupt)."""
+        return self._acquire_ms(self._wait_ms if wait is None else _convert.ms(wait, "wait"))
+
+    def _acquire_ms(self, wait_ms: int) -> bool:
+        if not self._core.try_(wait_ms):
+            return False
+        try:
+            if self._transaction and self._core.hold_count == 1:
+                self._core.begin()
+        except BaseException:
+            self._release_quietly()
+            raise
+        if self._on_lost is not None:
+            self._start_watcher()
+        return True
+
+    def release(self) -> None:
+        """Releases one hold (the last one frees the lock; with a transaction,
+        commits it together with the release).
+
+        Raises ``dlock.LockLost`` if the lock had been lost (another owner's
+        row is never touched; a transaction is rolled back) and
+        ``dlock.StateError`` if it is not held."""
+        try:
+            self._core.release()
+        finally:
+            self._join_watcher()
+
+    def renew(self) -> None:
+        """Extends a held lease by its ttl, from the database's clock.
+        ``dlock.LockLost`` if it is no longer ours, ``dlock.MaxHold`` past max_hold.
+        For a row lock: checks that its connection is alive."""
+        self._core.renew()
+
+    def begin(self) -> None:
+        """Lease: opens a transaction on the lock's own connection (A7); then
+        execute() runs there and release() commits it with the release."""
+        self._core.begin()
+
+    def execute(self, sql: str, params: Optional[Sequence[Any]] = None) -> int:
+        """Runs one statement (``?`` placeholders) on the lock's transaction
+        (a row lock, or a lease after begin()); returns the affected rows.
+        For INSERT/UPDATE/DELETE: no result set comes back; no DDL."""
+        return self._core.exec(sql, _convert.sql_params(params))
+
+    def rollback(self) -> None:
+        """Row lock: ROLLBACK instead of COMMIT, which also releases it.
+        Lease: discards the transaction opened by begin(); the lease stays held."""
+        self._core.rollback()
+
+    def wait_lost(self, timeout: Optional[float] = None) -> bool:
+        """Blocks until the lock is lost (True), or released / not held, or
+        ``timeout`` seconds pass (False). None = no timeout. The GIL is released."""
+        if timeout is not None:
+            code = self._core.wait_lost(_convert.ms(timeout, "timeout"))
+        else:
+            code = _TIMEOUT
+            while code == _TIMEOUT:
+                code = self._core.wait_lost(_MAX_WAIT_MS)
+        if code == _CANCELLED:
+            raise Cancelled(f"wait_lost on {self._key!r} was cancelled", _CANCELLED)
+        return code == _LOST
+
+    def cancel(self) -> None:
+        """Makes an acquire() or wait_lost() running in another thread on this
+        object return promptly (acquire raises ``dlock.Cancelled``)."""
+        self._core.cancel()
+
+    def __enter__(self) -> "Lock":
+        if not self._acquire_ms(self._wait_ms):
+            raise LockTimeout(
+                f"lock {self._key!r} was not acquired within {self._wait_ms / 1000:g} s "
+                "(someone else holds it)", 1)
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        if exc_type is None:
+            self.release()
+            return
+        # The block failed: its transaction is rolled back (a row lock's
+        # rollback is its release), and nothing here hides its exception.
+        try:
+            if self._mode == "row":
+                self._core.rollback()
+            else:
+                try:
+                    self._core.rollback()  # the transaction, if begin() opened one
+                except StateError:
+                    pass
+                self._core.release()
+        except Error as e:
+            if exc is not None and hasattr(exc, "add_note"):
+                exc.add_note(f"dlock: while letting go of {self._key!r}: {e}")
+        finally:
+            self._join_watcher()
+
+    def _release_quietly(self) -> None:
+        try:
+            self._core.release()
+        except Error:
+            pass
+
+    # -- on_lost: a thread of ours blocks in the core's WaitLost --------------
+
+    def _start_watcher(self) -> None:
+        with self._watch_mu:
+            if self._watcher is not None and self._watcher.is_alive():
+                return
+            t = threading.Thread(target=self._watch, name=f"dlock-on-lost:{self._key!r}", daemon=True)
+            self._watcher = t
+            t.start()
+
+    def _watch(self) -> None:
+        while True:
+            code = self._core.wait_lost(_MAX_WAIT_MS)
+            if code == _LOST:
+                assert self._on_lost is not None
+                self._on_lost(self)
+                return
+            if code == _OK:
+                return
+            # timed out or cancelled (cancel() aimed at an acquire): wait again
+
+    def _join_watcher(self) -> None:
+        t = self._watcher
+        if t is None or t is threading.current_thread() or self._core.hold_count > 0:
+            return
+        t.join()
+
+
+# -- asyncio ----------------------------------------------------------------
+
+_exec_mu = threading.Lock()
+_executor_obj: Optional[ThreadPoolExecutor] = None
+
+
+def _executor() -> ThreadPoolExecutor:
+    """The package's own pool for blocking core calls made by asyncio code
+    (waits would starve the loop's default executor)."""
+    global _executor_obj
+    with _exec_mu:
+        if _executor_obj is None:
+            _executor_obj = ThreadPoolExecutor(max_workers=64, thread_name_prefix="dlock-async")
+        return _executor_obj
+
+
+def _after_fork_in_child() -> None:
+    global _exec_mu, _executor_obj
+    _exec_mu = threading.Lock()
+    _executor_obj = None  # its threads stayed in the parent
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+T = TypeVar("T")
+
+
+async def _run(fn: Callable[..., T], *args: Any) -> T:
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_executor(), functools.partial(fn, *args))
+
+
+class AsyncLock:
+    """The asyncio form of Lock (from ``client.alock()``).
+
+    Blocking calls run in the package's thread pool; cancelling a task that
+    waits cancels the core's wait. Properties read the core without blocking.
+    """
+
+    def __init__(self, lock: Lock) -> None:
+        self._lock = lock
+
+    @property
+    def key(self) -> Key:
+        return self._lock.key
+
+    @property
+    def mode(self) -> str:
+        return self._lock.mode
+
+    @property
+    def owner(self) -> str:
+        return self._lock.owner
+
+    @property
+    def token(self) -> int:
+        return self._lock.token
+
+    @property
+    def state(self) -> str:
+        return self._lock.state
+
+    @property
+    def held(self) -> bool:
+        return self._lock.held
+
+    @property
+    def lost(self) -> bool:
+        return self._lock.lost
+
+    @property
+    def remaining(self) -> Optional[float]:
+        return self._lock.remaining
+
+    @property
+    def lock(self) -> Lock:
+        """The underlying (blocking) Lock."""
+        return self._lock
+
+    def __repr__(self) -> str:
+        return "<dlock.AsyncLock" + repr(self._lock)[len("<dlock.Lock"):]
+
+    async def acquire(self, wait: Optional[float] = None) -> bool:
+        """Like Lock.acquire(), without blocking the event loop."""
+        wait_ms = self._lock._wait_ms if wait is None else _convert.ms(wait, "wait")
+        deadline = time.monotonic() + wait_ms / 1000.0
+        stop = threading.Event()
+
+        def attempt() -> bool:
+            if stop.is_set():  # cancelled before a pool thread picked it up
+                return False
+            left = max(0, int((deadline - time.monotonic()) * 1000))
+            return self._lock._acquire_ms(left)
+
+        fut = asyncio.get_running_loop().run_in_executor(_executor(), attempt)
+        try:
+            return await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            stop.set()
+            await self._cancel_call(fut, release_if_won=True)
+            raise
+
+    async def _cancel_call(self, fut: "asyncio.Future[Any]", release_if_won: bool) -> None:
+        # Cancel() only reaches a call already running: repeat until it ended.
+        while not fut.done():
+            self._lock.cancel()
+            await asyncio.wait({fut}, timeout=0.05)
+        if fut.cancelled() or fut.exception() is not None:
+            return
+        if release_if_won and fut.result():  # it won the race with the cancel
+            await _run(self._lock._release_quietly)
+
+    async def release(self) -> None:
+        await _run(self._lock.release)
+
+    async def renew(self) -> None:
+        await _run(self._lock.renew)
+
+    async def begin(self) -> None:
+        await _run(self._lock.begin)
+
+    async def execute(self, sql: str, params: Optional[Sequence[Any]] = None) -> int:
+        return await _run(self._lock.execute, sql, params)
+
+    async def rollback(self) -> None:
+        await _run(self._lock.rollback)
+
+    async def wait_lost(self, timeout: Optional[float] = None) -> bool:
+        fut = asyncio.get_running_loop().run_in_executor(_executor(), self._lock.wait_lost, timeout)
+        try:
+            return await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            await self._cancel_call(fut, release_if_won=False)
+            raise
+
+    async def __aenter__(self) -> "AsyncLock":
+        if not await self.acquire():
+            raise LockTimeout(
+                f"lock {self._lock.key!r} was not acquired within {self._lock._wait_ms / 1000:g} s "
+                "(someone else holds it)", 1)
+        return self
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        await _run(self._lock.__exit__, exc_type, exc, tb)

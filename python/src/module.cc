@@ -1,0 +1,393 @@
+// dlock._core: the pybind11 adapter over the C++ facade (dlock/core.hpp).
+//
+// Translation only, like capi/: no lock logic lives here. What it adds is what
+// Python needs from a native call:
+//  - the GIL is released around every call that may touch the network or wait;
+//  - a wait on the main thread can be interrupted by a signal (Ctrl-C): a
+//    helper thread watches Python's signal wake-up fd and calls Lock::Cancel(),
+//    then the Python-level handler runs (KeyboardInterrupt) on this thread;
+//  - Status codes become the exception classes of dlock._errors.
+// The core never calls Python: no callback crosses into the interpreter from a
+// core thread.
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlock/core.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// Core strings are bytes (keys may be anything but NUL): never fail to decode.
+py::str Text(const std::string& s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "backslashreplace");
+  if (o == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
+// Raises the dlock exception for s (GIL held). The classes live in Python
+// (dlock/_errors.py) so that they are ordinary, picklable Python classes.
+[[noreturn]] void Raise(const dlock::Status& s) {
+  py::object make = py::module_::import("dlock._errors").attr("_from_core");
+  py::object exc = make(static_cast<int>(s.code()), s.server_errno(), Text(s.message()));
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+  throw py::error_already_set();
+}
+
+void Check(const dlock::Status& s) {
+  if (!s.ok()) Raise(s);
+}
+
+dlock::Config MakeConfig(const std::map<std::string, std::string>& options) {
+  dlock::Config cfg;
+  for (const auto& kv : options) Check(cfg.Set(kv.first, kv.second));
+  return cfg;
+}
+
+bool Finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
+bool OnMainThread() {
+  py::module_ threading = py::module_::import("threading");
+  py::object main_ident = threading.attr("main_thread")().attr("ident");
+  py::object ident = threading.attr("get_ident")();
+  return main_ident.equal(ident);
+}
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+bool MakePipe(Fd* r, Fd* w, bool nonblocking) {
+  int p[2];
+  if (pipe(p) != 0) return false;
+  r->fd = p[0];
+  w->fd = p[1];
+  for (int fd : p) {
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    if (nonblocking) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
+  return true;
+}
+
+// Runs call() with the GIL released. On the main thread, a signal arriving
+// meanwhile makes lock->Cancel() interrupt it (*signalled = true); the caller
+// then runs the Python signal handlers. Python's C-level handler writes the
+// signal number to the wake-up fd (signal.set_wakeup_fd); a helper thread
+// waits on it. The previous wake-up fd (asyncio's self-pipe, say) is restored
+// afterwards and receives the bytes it missed.
+// interruptible=false (a call that does not wait) skips all of that.
+template <class Call>
+dlock::Status Interruptible(dlock::Lock* lock, bool interruptible, Call call, bool* signalled) {
+  *signalled = false;
+  Fd sig_r, sig_w, stop_r, stop_w;
+  py::object signal_mod;
+  int old_fd = -1;
+  bool watching = false;
+  if (interruptible && OnMainThread() && MakePipe(&sig_r, &sig_w, true) && MakePipe(&stop_r, &stop_w, false)) {
+    try {
+      signal_mod = py::module_::import("signal");
+      old_fd = py::cast<int>(
+          signal_mod.attr("set_wakeup_fd")(sig_w.fd, py::arg("warn_on_full_buffer") = false));
+      watching = true;
+    } catch (py::error_already_set&) {
+      PyErr_Clear();  // not possible here (e.g. a subinterpreter): wait uninterruptibly
+    }
+  }
+  dlock::Status s;
+  if (!watching) {
+    py::gil_scoped_release nogil;
+    return call();
+  }
+  std::atomic<bool> fired{false};
+  {
+    py::gil_scoped_release nogil;
+    std::thread watcher([&] {
+      pollfd p[2] = {{sig_r.fd, POLLIN, 0}, {stop_r.fd, POLLIN, 0}};
+      while (poll(p, 2, -1) < 0 && errno == EINTR) {
+      }
+      if (p[0].revents & POLLIN) {
+        fired = true;
+        lock->Cancel();
+      }
+    });
+    s = call();
+    char b = 0;
+    while (write(stop_w.fd, &b, 1) < 0 && errno == EINTR) {
+    }
+    watcher.join();
+  }
+  try {
+    signal_mod.attr("set_wakeup_fd")(old_fd);
+  } catch (py::error_already_set&) {
+    PyErr_Clear();
+  }
+  char buf[64];
+  ssize_t n;
+  while ((n = read(sig_r.fd, buf, sizeof buf)) > 0) {
+    if (old_fd >= 0) (void)!write(old_fd, buf, static_cast<size_t>(n));
+  }
+  *signalled = fired.load();
+  return s;
+}
+
+// A deadline for a wait the core will validate; clamped so that the clock
+// arithmetic cannot overflow whatever was passed.
+SteadyClock::time_point DeadlineAfter(int64_t ms) {
+  return SteadyClock::now() + std::chrono::milliseconds(std::clamp<int64_t>(ms, 0, 10LL * 86400000));
+}
+
+int64_t LeftMs(SteadyClock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now()).count();
+  return left > 0 ? left : 0;
+}
+
+// ---- client -----------------------------------------------------------------
+
+class PyClient {
+ public:
+  PyClient(const std::string& url, const std::map<std::string, std::string>& options) {
+    dlock::Config cfg = MakeConfig(options);
+    dlock::Status s;
+    {
+      py::gil_scoped_release nogil;
+      s = dlock::Client::Open(url, cfg, &client_);
+    }
+    Check(s);
+  }
+  ~PyClient() {
+    // The last reference joins the client's threads (they never need the GIL).
+    if (Finalizing()) {
+      client_.reset();
+    } else {
+      py::gil_scoped_release nogil;
+      client_.reset();
+    }
+  }
+
+  const std::shared_ptr<dlock::Client>& client() const { return client_; }
+
+  // (type, severity, unix_ms, token, key, owner, message) or None.
+  py::object NextEvent(int64_t timeout_ms) {
+    dlock::Event ev;
+    if (timeout_ms < 0 || timeout_ms > 86400000) Check(client_->NextEvent(timeout_ms, &ev));  // the core says why
+    const auto deadline = DeadlineAfter(timeout_ms);
+    const bool main = OnMainThread();
+    for (;;) {
+      // On the main thread, wait in slices so that Ctrl-C is noticed.
+      int64_t slice = main ? std::min<int64_t>(LeftMs(deadline), 100) : LeftMs(deadline);
+      dlock::Status s;
+      {
+        py::gil_scoped_release nogil;
+        s = client_->NextEvent(slice, &ev);
+      }
+      if (s.ok()) break;
+      if (s.code() != dlock::Code::kTimeout) Raise(s);
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      if (LeftMs(deadline) == 0) return py::none();
+    }
+    return py::make_tuple(static_cast<int>(ev.type), static_cast<int>(ev.severity), ev.unix_ms,
+                          ev.token, py::bytes(ev.key), Text(ev.owner), Text(ev.message));
+  }
+
+  py::dict Counters() const {
+    py::dict out;
+    for (const char* const* n = dlock::Client::CounterNames(); *n != nullptr; ++n) {
+      uint64_t v = 0;
+      Check(client_->Counter(*n, &v));
+      out[py::str(*n)] = v;
+    }
+    return out;
+  }
+
+  uint64_t Counter(const std::string& name) const {
+    uint64_t v = 0;
+    Check(client_->Counter(name, &v));
+    return v;
+  }
+
+  uint64_t Cleanup() {
+    uint64_t deleted = 0;
+    dlock::Status s;
+    {
+      py::gil_scoped_release nogil;
+      s = client_->Cleanup(&deleted);
+    }
+    Check(s);
+    return deleted;
+  }
+
+ private:
+  std::shared_ptr<dlock::Client> client_;
+};
+
+// ---- lock -------------------------------------------------------------------
+
+class PyLock {
+ public:
+  PyLock(const PyClient& client, const std::string& key,
+         const std::map<std::string, std::string>& options) {
+    dlock::Config cfg = MakeConfig(options);
+    Check(dlock::Lock::Open(client.client(), key, cfg, &lock_));
+  }
+  ~PyLock() {
+    // Closing a held lock releases it (best effort): a network round trip.
+    if (Finalizing()) {
+      lock_.reset();
+    } else {
+      py::gil_scoped_release nogil;
+      lock_.reset();
+    }
+  }
+
+  // True = held (acquired or counted up), False = busy for the whole wait.
+  bool Try(int64_t wait_ms) {
+    const auto deadline = DeadlineAfter(wait_ms);
+    int64_t left = wait_ms;  // the first call gets exactly what was asked (the core validates it)
+    for (;;) {
+      bool signalled = false;
+      dlock::Status s = Interruptible(lock_.get(), left > 0, [&] { return lock_->Try(left); }, &signalled);
+      if (signalled && PyErr_CheckSignals() != 0) {
+        // The handler raised (KeyboardInterrupt): undo an acquisition that
+        // won the race, so that nothing stays held behind the exception.
+        if (s.ok()) {
+          py::gil_scoped_release nogil;
+          lock_->Release();
+        }
+        throw py::error_already_set();
+      }
+      if (signalled && s.code() == dlock::Code::kCancelled) {
+        left = LeftMs(deadline);  // a handler that did not raise: keep waiting
+        continue;
+      }
+      if (s.ok()) return true;
+      if (s.code() == dlock::Code::kBusy) return false;
+      Raise(s);
+    }
+  }
+
+  // The code: 0 = released / not held, -3 = lost, -12 = timed out,
+  // -13 = cancelled by cancel() from another thread. Other errors raise.
+  int WaitLost(int64_t timeout_ms) {
+    const auto deadline = DeadlineAfter(timeout_ms);
+    int64_t left = timeout_ms;
+    for (;;) {
+      bool signalled = false;
+      dlock::Status s = Interruptible(lock_.get(), left > 0, [&] { return lock_->WaitLost(left); }, &signalled);
+      if (signalled && PyErr_CheckSignals() != 0) throw py::error_already_set();
+      if (signalled && s.code() == dlock::Code::kCancelled) {
+        left = LeftMs(deadline);
+        continue;
+      }
+      switch (s.code()) {
+        case dlock::Code::kOk:
+        case dlock::Code::kLost:
+        case dlock::Code::kTimeout:
+        case dlock::Code::kCancelled:
+          return static_cast<int>(s.code());
+        default:
+          Raise(s);
+      }
+    }
+  }
+
+  // Renew/Release/Rollback/Begin; raises on any error (the Python layer
+  // turns the ones it documents as return values into them).
+  void Call(dlock::Status (dlock::Lock::*fn)()) {
+    dlock::Status s;
+    {
+      py::gil_scoped_release nogil;
+      s = (lock_.get()->*fn)();
+    }
+    Check(s);
+  }
+
+  int64_t Exec(const std::string& sql, const std::vector<std::optional<std::string>>& params) {
+    std::vector<const std::string*> ps;
+    ps.reserve(params.size());
+    for (const auto& p : params) ps.push_back(p ? &*p : nullptr);
+    int64_t affected = 0;
+    dlock::Status s;
+    {
+      py::gil_scoped_release nogil;
+      s = lock_->Exec(sql, ps, &affected);
+    }
+    Check(s);
+    return affected;
+  }
+
+  void Cancel() { lock_->Cancel(); }
+
+  dlock::Lock& lock() { return *lock_; }
+
+ private:
+  std::unique_ptr<dlock::Lock> lock_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "dlock's native core (pybind11). Use the dlock package, not this module.";
+  m.attr("__version__") = DLOCK_PY_VERSION;
+  m.def("version", [] { return std::string(dlock::Version()); },
+        "The core library's version, e.g. '1.0.0'.");
+  m.def("code_name", [](int code) { return std::string(dlock::CodeName(code)); },
+        "Stable name of a dlock_code, e.g. 'DLOCK_E_LOST'.");
+  m.def("counter_names", [] {
+    std::vector<std::string> out;
+    for (const char* const* n = dlock::Client::CounterNames(); *n != nullptr; ++n) out.emplace_back(*n);
+    return out;
+  });
+
+  py::class_<PyClient>(m, "Client")
+      .def(py::init<const std::string&, const std::map<std::string, std::string>&>(),
+           py::arg("url"), py::arg("options"))
+      .def("next_event", &PyClient::NextEvent, py::arg("timeout_ms"))
+      .def("counters", &PyClient::Counters)
+      .def("counter", &PyClient::Counter, py::arg("name"))
+      .def("cleanup", &PyClient::Cleanup);
+
+  py::class_<PyLock>(m, "Lock")
+      .def(py::init<const PyClient&, const std::string&, const std::map<std::string, std::string>&>(),
+           py::arg("client"), py::arg("key"), py::arg("options"))
+      .def("try_", &PyLock::Try, py::arg("wait_ms"))
+      .def("wait_lost", &PyLock::WaitLost, py::arg("timeout_ms"))
+      .def("renew", [](PyLock& l) { l.Call(&dlock::Lock::Renew); })
+      .def("release", [](PyLock& l) { l.Call(&dlock::Lock::Release); })
+      .def("rollback", [](PyLock& l) { l.Call(&dlock::Lock::Rollback); })
+      .def("begin", [](PyLock& l) { l.Call(&dlock::Lock::Begin); })
+      .def("exec", &PyLock::Exec, py::arg("sql"), py::arg("params"))
+      .def("cancel", &PyLock::Cancel)
+      .def_property_readonly("state", [](PyLock& l) { return static_cast<int>(l.lock().state()); })
+      .def_property_readonly("held", [](PyLock& l) { return l.lock().held(); })
+      .def_property_readonly("owner", [](PyLock& l) { return Text(l.lock().owner()); })
+      .def_property_readonly("token", [](PyLock& l) { return l.lock().token(); })
+      .def_property_readonly("key", [](PyLock& l) { return py::bytes(l.lock().key()); })
+      .def_property_readonly("remaining_ms", [](PyLock& l) { return l.lock().remaining_ms(); })
+      .def_property_readonly("hold_count", [](PyLock& l) { return l.lock().hold_count(); });
+}

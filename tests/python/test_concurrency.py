@@ -1,0 +1,235 @@
+"""Processes, threads, signals and asyncio around the blocking core calls."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import dlock
+from dlock_test_util import wait_until
+
+
+def _contender(url: str, key: str, workdir: str, rounds: int) -> None:
+    """One process: take the lock `rounds` times; inside, prove exclusivity
+    with an O_EXCL marker file and a read-modify-write counter."""
+    import dlock as d
+
+    conn = d.connect(url)
+    lock = d.MysqlDistributedLock(conn, key, timeout=30)
+    marker = os.path.join(workdir, "inside")
+    counter = os.path.join(workdir, "counter")
+    for _ in range(rounds):
+        if not lock.acquire(wait_time=60):
+            raise SystemExit("not acquired within 60 s")
+        try:
+            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)  # fails if another is inside
+            try:
+                with open(counter) as f:
+                    n = int(f.read() or "0")
+                with open(counter, "w") as f:
+                    f.write(str(n + 1))
+            finally:
+                os.close(fd)
+                os.unlink(marker)
+        finally:
+            if not lock.release():
+                raise SystemExit("lost the lock while holding it")
+
+
+def test_two_processes_never_overlap(db_url: str, key: str, tmp_path: Path) -> None:
+    (tmp_path / "counter").write_text("0")
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_contender, args=(db_url, key, str(tmp_path), 25)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(180)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    assert (tmp_path / "counter").read_text() == "75"
+
+
+def test_gil_is_released_while_acquire_waits(client: dlock.Client, key: str) -> None:
+    holder = client.lock(key, ttl=30)
+    holder.acquire()
+    count = [0]
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            count[0] += 1
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        wait_until(lambda: count[0] > 0, what="the counter thread to start")
+        before = count[0]
+        waiter = dlock.MysqlDistributedLock(client, key)
+        t0 = time.monotonic()
+        assert waiter.acquire(wait_time=1) is False
+        assert time.monotonic() - t0 >= 1
+        during = count[0] - before
+    finally:
+        stop.set()
+        t.join()
+        holder.release()
+    assert during > 10_000, during  # it kept running during the 1 s wait
+
+
+_SIGINT_CHILD = textwrap.dedent(
+    """
+    import sys, threading, time
+    import dlock
+
+    client = dlock.connect(sys.argv[1])
+    lock = dlock.MysqlDistributedLock(client, sys.argv[2], timeout=60)
+    base = client.counters()["statements"]
+
+    def announce():
+        # Ready once the acquire has sent its first attempt and the wait:
+        # the main thread is then blocked in the core (GIL released).
+        while client.counters()["statements"] < base + 2:
+            time.sleep(0.005)
+        print("waiting", flush=True)
+
+    threading.Thread(target=announce, daemon=True).start()
+    lock.acquire(wait_time=60)
+    print("acquired?!", flush=True)
+    """
+)
+
+
+def test_ctrl_c_interrupts_acquire(client: dlock.Client, db_url: str, key: str) -> None:
+    holder = client.lock(key, ttl=60)
+    holder.acquire()
+    try:
+        p = subprocess.Popen([sys.executable, "-c", _SIGINT_CHILD, db_url, key],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert p.stdout is not None
+            assert p.stdout.readline().strip() == "waiting"
+            t0 = time.monotonic()
+            p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=10)
+            elapsed = time.monotonic() - t0
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        assert "KeyboardInterrupt" in err, err
+        assert "acquired?!" not in out
+        assert p.returncode != 0
+        assert elapsed < 1.5, elapsed
+        assert holder.held  # the child never got it
+    finally:
+        holder.release()
+
+
+def test_asyncio_does_not_block_the_loop(client: dlock.Client, key: str) -> None:
+    holder = client.lock(key, ttl=30)
+    holder.acquire()
+
+    async def main() -> int:
+        ticks = 0
+        done = asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not done.is_set():
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        t = asyncio.create_task(ticker())
+        t0 = time.monotonic()
+        with pytest.raises(dlock.LockTimeout):
+            async with client.alock(key, wait=1):
+                pass  # pragma: no cover
+        assert time.monotonic() - t0 >= 1
+        done.set()
+        await t
+        return ticks
+
+    try:
+        ticks = asyncio.run(main())
+    finally:
+        holder.release()
+    assert ticks >= 30, ticks  # ~100 expected at 10 ms per tick
+
+
+def test_asyncio_lock_and_cancellation(client: dlock.Client, key: str, table: str, sql) -> None:
+    async def main() -> None:
+        async with client.alock(key, ttl=30, wait=3, transaction=True) as held:
+            assert held.held and held.token > 0
+            await held.execute(f"INSERT INTO {table} (id, v) VALUES (?, ?)", [1, "async"])
+            # A waiter in another task, cancelled while it waits.
+            waiter = client.alock(key, wait=60)
+            sent = client.counters()["statements"]
+            task = asyncio.create_task(waiter.acquire())
+            t0 = time.monotonic()
+            # Cancel once it is waiting (it has tried at least once), or after 1 s.
+            while client.counters()["statements"] < sent + 2 and time.monotonic() - t0 < 1:
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert time.monotonic() - t0 < 2.5
+            assert not waiter.held
+        assert not held.held
+        # Nothing leaked: free at once.
+        async with client.alock(key, wait=0):
+            pass
+
+    asyncio.run(main())
+    assert sql(f"SELECT v FROM {table}") == [["async"]]
+
+
+def test_async_decorator(client: dlock.Client, key: str) -> None:
+    inside = []
+
+    @client.locked(key, ttl=30, wait=10)
+    async def job(i: int) -> int:
+        inside.append(i)
+        assert len(inside) == 1
+        await asyncio.sleep(0)
+        inside.pop()
+        return i
+
+    async def main() -> list:
+        return await asyncio.gather(*(job(i) for i in range(5)))
+
+    assert asyncio.run(main()) == [0, 1, 2, 3, 4]
+
+
+def test_cancel_from_another_thread(client: dlock.Client, key: str) -> None:
+    holder = client.lock(key, ttl=30)
+    holder.acquire()
+    try:
+        waiter = client.lock(key, wait=60)
+        errors = []
+
+        def wait() -> None:
+            try:
+                waiter.acquire()
+            except dlock.Cancelled as e:
+                errors.append(e)
+
+        t = threading.Thread(target=wait)
+        t0 = time.monotonic()
+        t.start()
+        while t.is_alive() and not errors:
+            waiter.cancel()  # only reaches a call already running: repeat
+            t.join(0.05)
+        t.join()
+        assert len(errors) == 1 and errors[0].code == -13
+        assert time.monotonic() - t0 < 5
+    finally:
+        holder.release()
