@@ -88,32 +88,23 @@ ClientImpl::ClientImpl(ClientOptions opts, LockOptions lock_defaults)
   lease_sql_.release_name = "DO RELEASE_LOCK(?)";
 
   const std::string r = Quote(opts_.row_table);
-  // The article's SELECT .. FOR UPDATE by default: a locking read commits
-  // without a log flush. With fence=1 the lock is taken by an UPDATE that
-  // bumps the row's counter instead (a fencing token costs one flush).
-  const std::string select = "SELECT fence FROM " + r + " WHERE lock_name = ? FOR UPDATE";
-  const std::string grab = "UPDATE " + r + " SET fence = LAST_INSERT_ID(fence + 1), updated_time = " +
-                           now + " WHERE lock_name = ?";
+  // The article's SELECT .. FOR UPDATE: a locking read, so acquiring and
+  // releasing cost no log flush.
+  const std::string take = "SELECT 1 FROM " + r + " WHERE lock_name = ? FOR UPDATE";
   row_sql_.exists = "SELECT 1 FROM " + r + " WHERE lock_name = ?";
   // Never blocks behind a holder for long: a duplicate takes a share lock on
   // the existing row, which the holder has locked exclusively.
   row_sql_.create = "SET STATEMENT innodb_lock_wait_timeout=1 FOR INSERT IGNORE INTO " + r +
-                    " (lock_name, fence) VALUES (?, 0)";
-  for (int fenced = 0; fenced < 2; ++fenced) {
-    const std::string& take = fenced ? grab : select;
-    // NOWAIT needs no per-statement variable (cheaper), but exists for
-    // SELECT only.
-    row_sql_.nowait[fenced] = fenced ? "SET STATEMENT innodb_lock_wait_timeout=0 FOR " + take
-                                     : take + " NOWAIT";
-    for (size_t i = 0; i < kRowSliceCount; ++i) {
-      int64_t ms = kRowSlicesMs[i];
-      char buf[160];
-      std::snprintf(buf, sizeof buf,
-                    "SET STATEMENT max_statement_time=%lld.%03lld, innodb_lock_wait_timeout=%lld FOR ",
-                    static_cast<long long>(ms / 1000), static_cast<long long>(ms % 1000),
-                    static_cast<long long>(ms / 1000 + 2));
-      row_sql_.sliced[fenced].push_back(buf + take);
-    }
+                    " (lock_name, updated_time) VALUES (?, " + now + ")";
+  row_sql_.nowait = take + " NOWAIT";  // no per-statement variable: cheaper
+  for (size_t i = 0; i < kRowSliceCount; ++i) {
+    int64_t ms = kRowSlicesMs[i];
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "SET STATEMENT max_statement_time=%lld.%03lld, innodb_lock_wait_timeout=%lld FOR ",
+                  static_cast<long long>(ms / 1000), static_cast<long long>(ms % 1000),
+                  static_cast<long long>(ms / 1000 + 2));
+    row_sql_.sliced.push_back(buf + take);
   }
 }
 
@@ -309,7 +300,7 @@ Status ClientImpl::InitSchema(Conn& conn) {
   const std::vector<std::pair<std::string, std::string>> fence_cols = {{"id", "tinyint"},
                                                                        {"fence_floor", "bigint"}};
   const std::vector<std::pair<std::string, std::string>> row_cols = {
-      {"lock_name", "varbinary("}, {"fence", "bigint"}, {"updated_time", "datetime(6)"}};
+      {"lock_name", "varbinary("}, {"updated_time", "datetime(6)"}};
   struct Table {
     const std::string& name;
     const std::vector<std::pair<std::string, std::string>>& cols;
@@ -335,8 +326,7 @@ Status ClientImpl::InitSchema(Conn& conn) {
       {r, row_cols,
        "CREATE TABLE IF NOT EXISTS " + Quote(r) +
            " (lock_name VARBINARY(512) NOT NULL COMMENT 'lock name, compared byte for byte',"
-           " fence BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'fencing token',"
-           " updated_time DATETIME(6) NULL COMMENT 'UTC, last acquisition',"
+           " updated_time DATETIME(6) NULL COMMENT 'UTC, when the row was created',"
            " PRIMARY KEY (lock_name)) ENGINE=InnoDB COMMENT='dlock row locks (SELECT ... FOR UPDATE)'"},
   };
   for (const Table& tb : tables) {

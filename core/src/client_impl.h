@@ -35,11 +35,9 @@ struct LeaseSql {
 struct RowSql {
   std::string exists;  // params: name
   std::string create;  // params: name
-  // [0]: SELECT .. FOR UPDATE (a row = locked); [1]: fenced, an UPDATE that
-  // bumps the row's counter (affected 1 = locked). params: name.
-  std::string nowait[2];
-  // Lock waiting at most kRowSlicesMs[i] ms.
-  std::vector<std::string> sliced[2];
+  std::string nowait;  // params: name; a row back = locked
+  // Lock waiting at most kRowSlicesMs[i] ms; params: name.
+  std::vector<std::string> sliced;
 };
 
 // The wait slices a row-lock acquisition is made of: a bounded set, so that

@@ -430,27 +430,26 @@ Status LockImpl::RowAcquire(Clock::time_point deadline, uint64_t cancel_seen, ui
     bool missing = false;
     for (;;) {
       int64_t left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      const int fenced = opts_.fence ? 1 : 0;
-      const std::string* sql = &c_->row_sql().nowait[fenced];
+      const std::string* sql = &c_->row_sql().nowait;
       if (left_ms > 0) {
         // The largest slice that fits what is left and stays well inside the
         // read timeout; at least the smallest slice.
         int64_t cap = std::min<int64_t>(left_ms, c_->options().read_timeout_s * 1000LL / 2);
         size_t i = 0;
         while (i + 1 < kRowSliceCount && kRowSlicesMs[i + 1] <= cap) ++i;
-        sql = &c_->row_sql().sliced[fenced][i];
+        sql = &c_->row_sql().sliced[i];
       }
       ExecResult r;
       server_wait_id_.store(conn->thread_id());
       s = conn->Exec(*sql, {Param::Bytes(db_key_)}, &r);
       server_wait_id_.store(0);
       if (s.ok()) {
-        if (fenced ? r.affected == 1 : r.rows.size() == 1) {
+        if (r.rows.size() == 1) {
           if (Cancelled(cancel_seen)) {
             conn->Query("ROLLBACK");
             return CancelledStatus(Name());
           }
-          *fence = fenced ? r.insert_id : 0;
+          *fence = 0;  // a row lock is its transaction: no token (see dlock.h)
           row_conn_ = std::move(conn);
           return Status::OK();
         }
@@ -796,7 +795,12 @@ Status LockImpl::RowEnd(const char* how) {
 // ---- facades ----------------------------------------------------------------
 
 Client::Client(std::unique_ptr<ClientImpl> impl) : impl_(std::move(impl)) {}
-Client::~Client() = default;
+
+Client::~Client() {
+  // In a forked child the parent's threads are gone but their mutexes and
+  // condition variables may look busy; destroying them can hang. Leak.
+  if (impl_ && getpid() != impl_->pid()) impl_.release();
+}
 
 Status Client::Open(const std::string& url, const Config& cfg, std::shared_ptr<Client>* out) {
   std::unique_ptr<ClientImpl> impl;
@@ -808,6 +812,8 @@ Status Client::Open(const std::string& url, const Config& cfg, std::shared_ptr<C
 }
 
 Status Client::NextEvent(int64_t wait_ms, Event* out) {
+  if (getpid() != impl_->pid())
+    return Status(Code::kForked, "client was created in another process (fork)");
   if (wait_ms < 0 || wait_ms > kMaxWaitMs)
     return Status::Invalid("wait_ms must be 0.." + std::to_string(kMaxWaitMs));
   if (impl_->PopEvent(Clock::now() + std::chrono::milliseconds(wait_ms), out)) return Status::OK();
@@ -848,12 +854,18 @@ Status Client::Counter(const std::string& name, uint64_t* out) const {
 }
 
 Status Client::Cleanup(uint64_t* deleted) {
+  *deleted = 0;
+  if (getpid() != impl_->pid())
+    return Status(Code::kForked, "client was created in another process (fork)");
   bool ran = false;
   return impl_->Cleanup(deleted, &ran);
 }
 
 Lock::Lock(std::unique_ptr<LockImpl> impl) : impl_(std::move(impl)) {}
-Lock::~Lock() = default;
+
+Lock::~Lock() {
+  if (impl_ && impl_->forked()) impl_.release();  // as ~Client: leak in a forked child
+}
 
 Status Lock::Open(std::shared_ptr<Client> client, const std::string& key, const Config& cfg,
                   std::unique_ptr<Lock>* out) {

@@ -4,6 +4,7 @@
 #define DLOCK_CORE_LOCK_IMPL_H_
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -40,6 +41,7 @@ class LockImpl {
   const std::string& key() const { return key_; }
   int64_t RemainingMs() const;
   int HoldCount() const;
+  bool forked() const { return getpid() != pid_; }
 
   // Watchdog hooks; called with the watchdog's mutex held, never with ours.
   void OnRenewed(const std::string& owner, Clock::time_point deadline);

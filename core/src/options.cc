@@ -40,8 +40,7 @@ const char* const kClientKeys[] = {"socket",   "pool",     "connect_timeout",   
                                    "cleanup_interval_ms", "cleanup_grace_ms", "cleanup_batch",
                                    "events"};
 const char* const kLockKeys[] = {"mode",      "ttl_ms", "auto_renew",  "max_hold_ms",
-                                 "reentrant", "holder", "shards", "shard_group", "wakeup",
-                                 "fence"};
+                                 "reentrant", "holder", "shards", "shard_group", "wakeup"};
 
 Status ParseBool(const std::string& v, const char* what, bool* out) {
   if (v == "1" || v == "true" || v == "on" || v == "yes") *out = true;
@@ -201,8 +200,6 @@ Status ApplyLockOption(const std::string& key, const std::string& value, LockOpt
     if (value.size() > kMaxKeyBytes - 8)
       return Status::Invalid("shard_group is longer than " + std::to_string(kMaxKeyBytes - 8) + " bytes");
     o->shard_group = value;
-  } else if (key == "fence") {
-    return ParseBool(value, "fence", &o->fence);
   } else if (key == "wakeup") {
     if (value == "auto") o->wakeup = Wakeup::kAuto;
     else if (value == "poll") o->wakeup = Wakeup::kPoll;

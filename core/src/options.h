@@ -53,7 +53,6 @@ struct LockOptions {
   int shards = 0;                // 0 = the key is the lock row itself
   std::string shard_group = "dlock-shard";
   Wakeup wakeup = Wakeup::kAuto;
-  bool fence = false;            // row locks: count a fencing token (one log flush)
 };
 
 // Parses mysql://user[:password]@host[:port]/database[?k=v&...].

@@ -133,11 +133,6 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *                     ("<shard_group>:1".."<shard_group>:N"); exclusion is
  *                     then per shard, not per key (default 0 = off)
  *     shard_group     name prefix of the shard rows (default dlock-shard)
- *     fence           row locks: 0|1 (default 0). 1 takes the row with an
- *                     UPDATE that counts a fencing token (dlock_token grows
- *                     per acquisition) at the price of a log flush per
- *                     acquisition; 0 uses the article's SELECT .. FOR UPDATE
- *                     and dlock_token is 0. Leases always have tokens.
  *     wakeup          auto|poll: waiters are woken by the releasing holder
  *                     through a server-side GET_LOCK name (auto; never used
  *                     on Galera) or only poll (default auto)
@@ -170,10 +165,12 @@ typedef struct dlock_lock dlock_lock;
  * bytes, compared byte for byte) without acquiring it, like the article's
  * MysqlDistributedLock(conn, lock_key, timeout). cfg may be NULL.
  * Thread safety: a lock object may be shared by threads; calls on it are
- * serialised internally. The holder is the lock object: any thread may
- * release what another thread acquired.
+ * serialised internally. Who holds it is set by the holder option: the
+ * thread that acquired (default; only that thread may release) or the lock
+ * object (holder=lock: any thread may release).
  * Ownership: the caller closes it with dlock_close; closing a held lock
- * releases it first (best effort). The client must outlive the lock. */
+ * releases it first (best effort; a row lock is rolled back). Closing the
+ * client first is allowed: it lives on until its last lock is closed. */
 DLOCK_EXPORT int dlock_open(dlock_lock **out, dlock_client *client,
                             const char *key, size_t key_len,
                             const dlock_config *cfg, dlock_error *err);
@@ -182,7 +179,13 @@ DLOCK_EXPORT void dlock_close(dlock_lock *lock);
 /* Tries to take the lock, waiting at most wait_ms (0 = one attempt,
  * max 86400000). Returns DLOCK_OK (now held; a new owner id and fencing token
  * were assigned) or DLOCK_BUSY (someone else held it for the whole wait), or
- * an error. DLOCK_E_STATE if this object already holds it. */
+ * an error. If the same holder (see the holder option) already holds it
+ * through this object: DLOCK_OK and the hold count goes up (owner and token
+ * unchanged), or DLOCK_E_STATE with reentrant=0. Another thread of the same
+ * object waits like any other waiter. Reentrancy is per lock object: two
+ * objects for one key are two holders, even in one thread.
+ * The wait for a free pool connection is bounded by wait_ms, but is at least
+ * 1 s, so that wait_ms=0 still gets a connection in a busy process. */
 DLOCK_EXPORT int dlock_try(dlock_lock *lock, int64_t wait_ms, dlock_error *err);
 
 /* Extends a held lease by its ttl, from the database's clock.
@@ -239,10 +242,13 @@ DLOCK_EXPORT int dlock_held(const dlock_lock *lock);
 /* Owner id of the current/last acquisition ("" before the first). Owned by
  * the lock; valid until the next dlock_try or dlock_close. */
 DLOCK_EXPORT const char *dlock_owner(const dlock_lock *lock);
-/* Fencing token of the current/last acquisition: strictly increasing per key
- * across releases, crashes and server restarts. 0 before the first. Row
- * locks: 0 unless opened with fence=1 (a row lock is its transaction: a
- * holder whose connection died cannot commit, so it rarely needs one). */
+/* Lease locks: the fencing token of the current/last acquisition, strictly
+ * increasing per key across releases, takeovers, crashes and server
+ * restarts; 0 before the first. Row locks: always 0. A row lock is its
+ * transaction: it does not expire while the holder lives, and a holder whose
+ * connection died cannot commit; a counter bumped inside that transaction
+ * would be undone by the very rollback it should survive. Use a lease when
+ * work outside the database needs a token. */
 DLOCK_EXPORT uint64_t dlock_token(const dlock_lock *lock);
 /* The key and its length (owned by the lock, valid until dlock_close). */
 DLOCK_EXPORT const char *dlock_key(const dlock_lock *lock, size_t *out_len);
