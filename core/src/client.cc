@@ -86,6 +86,14 @@ ClientImpl::ClientImpl(ClientOptions opts, LockOptions lock_defaults)
   // holder that came through this same path releases, or the timeout.
   lease_sql_.get_name = "SELECT GET_LOCK(?, ? / 1000000)";
   lease_sql_.release_name = "DO RELEASE_LOCK(?)";
+  // The release of a holder that keeps the wake-up name gives the name up
+  // inside the same statement: the next waiter is woken while our commit is
+  // being flushed, and its acquire queues on the row lock we release at
+  // commit, instead of starting only after our reply came back.
+  lease_sql_.release_and_wake = "UPDATE " + t +
+                                " SET owner = '', expire_time = IF(LAST_INSERT_ID(expire_time >= " +
+                                now + ") + 0 * IFNULL(RELEASE_LOCK(?), 0), '1970-01-01 00:00:00', "
+                                "'1970-01-01 00:00:00') WHERE lock_key = ? AND owner = ?";
 
   const std::string r = Quote(opts_.row_table);
   // The article's SELECT .. FOR UPDATE: a locking read, so acquiring and

@@ -29,6 +29,7 @@ struct LeaseSql {
   std::string read;     // params: key
   std::string get_name;      // params: name, timeout_us -> 1 / 0 / NULL
   std::string release_name;  // params: name
+  std::string release_and_wake;  // params: name, key, owner
 };
 
 // Row-lock statements (scheme 2).

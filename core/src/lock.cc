@@ -362,8 +362,13 @@ Status LockImpl::LeaseAcquire(Clock::time_point deadline, uint64_t cancel_seen, 
         if (!s.ok() && s.code() != Code::kPool) return s;  // no connection free: poll instead
       }
       if (own_conn_) {
-        auto until = std::min(deadline, std::max(expiry + std::chrono::milliseconds(50),
-                                                 now + std::chrono::milliseconds(20)));
+        // Wait for the name until the holder's lease ends by the server's
+        // word (a paused holder keeps the name but not the lease); when we
+        // have no such word, wait a second at most, then ask the server.
+        auto until = expiry == Clock::time_point{}
+                         ? now + std::chrono::seconds(1)
+                         : std::max(expiry + std::chrono::milliseconds(50), now + std::chrono::milliseconds(20));
+        until = std::min(until, deadline);
         Status s = GetWakeName(*own_conn_, until, cancel_seen, &has_wake_name_);
         if (!s.ok()) {
           if (s.code() == Code::kCancelled || !own_conn_->broken()) {
@@ -394,7 +399,9 @@ Status LockImpl::LeaseAcquire(Clock::time_point deadline, uint64_t cancel_seen, 
     }
     if (a.won) {
       // Keep the name (if we have it) for the whole hold: our release will
-      // wake the next waiter.
+      // wake the next waiter. And remember the key is contended, so this
+      // process's next attempt queues rather than racing the woken waiter.
+      wq.NoteContended(db_key_);
       if (!has_wake_name_) own_conn_.Reset();
       return won();
     }
@@ -584,6 +591,17 @@ Status LockImpl::LeaseReleaseDb(Status* business) {
         *business = Status(business->code(), "the transaction was rolled back: " + s.message(),
                            s.server_errno());
       // Still release the lease itself, outside the transaction.
+      s = c_->LeaseRelease(db_key_, owner, nullptr, &released, &ours);
+    }
+  } else if (has_wake_name_ && own_conn_ && !own_conn_->broken()) {
+    ExecResult r;
+    s = own_conn_->Exec(c_->lease_sql().release_and_wake,
+                        {Param::Bytes(wake_name_), Param::Bytes(db_key_), Param::Bytes(owner)}, &r);
+    if (s.ok()) {
+      ours = r.affected == 1;
+      released = ours && r.insert_id == 1;
+      if (ours) has_wake_name_ = false;  // given up inside the statement
+    } else {  // dropped: the retrying path re-checks on a fresh connection
       s = c_->LeaseRelease(db_key_, owner, nullptr, &released, &ours);
     }
   } else {

@@ -70,9 +70,7 @@ void WaitQueues::Notify(const std::string& key) {
   it->second.cv.notify_all();
 }
 
-void WaitQueues::NoteBusy(const std::string& key, int64_t remaining_us) {
-  std::lock_guard<std::mutex> g(mu_);
-  auto now = Clock::now();
+WaitQueues::HintEntry& WaitQueues::TouchLocked(const std::string& key) {
   auto it = hints_.find(key);
   if (it == hints_.end()) {
     if (hints_.size() >= kMaxHints) {
@@ -80,13 +78,24 @@ void WaitQueues::NoteBusy(const std::string& key, int64_t remaining_us) {
       lru_.pop_back();
     }
     lru_.push_front(key);
-    it = hints_.emplace(key, HintEntry{Hint{}, now, lru_.begin()}).first;
+    it = hints_.emplace(key, HintEntry{Hint{}, Clock::now(), lru_.begin()}).first;
   } else {
     lru_.splice(lru_.begin(), lru_, it->second.lru);
   }
+  it->second.noted = Clock::now();
   it->second.hint.contended = true;
-  it->second.hint.expiry_estimate = now + std::chrono::microseconds(remaining_us);
-  it->second.noted = now;
+  return it->second;
+}
+
+void WaitQueues::NoteBusy(const std::string& key, int64_t remaining_us) {
+  std::lock_guard<std::mutex> g(mu_);
+  HintEntry& e = TouchLocked(key);
+  e.hint.expiry_estimate = e.noted + std::chrono::microseconds(remaining_us);
+}
+
+void WaitQueues::NoteContended(const std::string& key) {
+  std::lock_guard<std::mutex> g(mu_);
+  TouchLocked(key).hint.expiry_estimate = Clock::time_point{};  // a new holder: unknown
 }
 
 WaitQueues::Hint WaitQueues::GetHint(const std::string& key) {

@@ -42,6 +42,8 @@ class WaitQueues {
   void Notify(const std::string& key);
 
   void NoteBusy(const std::string& key, int64_t remaining_us);
+  // We waited for key and won it: keep it marked contended (expiry unknown).
+  void NoteContended(const std::string& key);
   Hint GetHint(const std::string& key);
 
  private:
@@ -56,6 +58,7 @@ class WaitQueues {
     Clock::time_point noted;
     std::list<std::string>::iterator lru;
   };
+  HintEntry& TouchLocked(const std::string& key);
   static constexpr size_t kMaxHints = 4096;
   static constexpr std::chrono::milliseconds kHintLife{2000};
 
