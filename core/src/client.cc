@@ -222,7 +222,9 @@ Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
   for (int batch = 0; s.ok() && !cutoff.empty() && batch < 1000; ++batch) {
     const std::string range = " WHERE expire_time < ? ORDER BY expire_time LIMIT ?";
     std::vector<Param> p = {Param::Text(cutoff), Param::Int(opts_.cleanup_batch)};
-    s = conn->Query("START TRANSACTION");
+    // REPEATABLE READ: the locking read below must lock the index gaps too.
+    s = conn->Query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+    if (s.ok()) s = conn->Query("START TRANSACTION");
     if (s.ok()) s = conn->Exec("SELECT fence_floor FROM " + f + " WHERE id = 1 FOR UPDATE", {}, &r);
     if (s.ok()) s = conn->Exec("SELECT fence FROM " + t + range + " FOR UPDATE", p, &r);
     uint64_t n = 0, max_fence = 0;

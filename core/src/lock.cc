@@ -457,6 +457,7 @@ Status LockImpl::RowAcquire(Clock::time_point deadline, uint64_t cancel_seen, ui
             return CancelledStatus(Name());
           }
           *fence = 0;  // a row lock is its transaction: no token (see dlock.h)
+          row_dirty_ = false;
           row_conn_ = std::move(conn);
           return Status::OK();
         }
@@ -761,6 +762,7 @@ Status LockImpl::Exec(const std::string& sql, const std::vector<const std::strin
     return s;
   }
   if (affected != nullptr) *affected = static_cast<int64_t>(r.affected);
+  if (opts_.mode == LockMode::kRow) row_dirty_ = true;
   return Status::OK();
 }
 
@@ -797,8 +799,9 @@ Status LockImpl::RowEnd(const char* how) {
   std::lock_guard<std::mutex> g(st_mu_);
   c_->counters().lost.fetch_add(1);
   if (broken) {
+    // Unknown only matters when the caller ran statements in the transaction.
     const bool unknown = IsOutcomeUnknown(static_cast<unsigned>(s.server_errno())) &&
-                         std::string(how) == "COMMIT";
+                         std::string(how) == "COMMIT" && row_dirty_;
     SetLostLocked(unknown ? "the connection dropped during COMMIT: whether the statements run "
                             "on the lock's transaction were committed is unknown"
                           : "the lock's connection died (the server rolled back and released "

@@ -95,6 +95,7 @@ class LockImpl {
   // Connections this lock holds while it is held (owned by the op in
   // progress or by the held lock; guarded by op_mu_ / acquiring_):
   PooledConn row_conn_;   // row lock: the transaction
+  bool row_dirty_ = false;  // Exec ran statements in the row lock's transaction
   PooledConn own_conn_;   // lease: the lock's own connection, when it needs one
   bool has_wake_name_ = false;  // own_conn_ holds the wake-up name (GET_LOCK)
   bool txn_open_ = false;       // Begin() opened a transaction on own_conn_

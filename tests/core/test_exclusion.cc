@@ -1,0 +1,215 @@
+// core_exclusion: mutual exclusion under contention, both schemes: threads of
+// one process (their own Lock objects on shared clients) and separate
+// processes (each with its own client), with overlap detectors that would
+// notice two holders at once.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+
+#include "core_test_util.h"
+
+using dlock::Code;
+using namespace dtest;
+
+namespace {
+
+const std::string kPrefix = UniquePrefix("excl");
+
+// Spins for us microseconds: a critical section long enough that an overlap
+// would be seen, without sleeping.
+void BusyFor(int us) {
+  const auto end = Clock::now() + std::chrono::microseconds(us);
+  while (Clock::now() < end) {
+  }
+}
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string tmpl = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/dlock-excl-XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    REQUIRE(mkdtemp(buf.data()) != nullptr);
+    path = buf.data();
+  }
+  ~TempDir() {
+    std::remove((path + "/counter").c_str());
+    std::remove((path + "/inside").c_str());
+    rmdir(path.c_str());
+  }
+};
+
+// ---- processes ----
+
+// Runs in a forked child: its own client, iterations acquisitions of key.
+// Inside the lock: create the marker exclusively (fails if another process
+// is inside), read "count last_token" from the counter file, check the token
+// grew, write count+1 and our token, remove the marker. Exit code 0 = fine.
+[[noreturn]] void ChildMain(const std::string& dir, const std::string& key, const std::string& mode,
+                            int iterations) {
+  const std::string marker = dir + "/inside", counter = dir + "/counter";
+  const bool tokens = mode == "lease";  // row locks have no token
+  bool marker_is_mine = false;
+  auto fail = [&](int code, const std::string& what) {
+    std::fprintf(stderr, "child %d (%s): %s\n", static_cast<int>(getpid()), mode.c_str(), what.c_str());
+    std::fflush(stderr);
+    if (marker_is_mine) unlink(marker.c_str());  // do not make the others report an overlap
+    _exit(code);
+  };
+  std::shared_ptr<dlock::Client> client;
+  dlock::Status s = dlock::Client::Open(dlock_test_url(), dlock::Config(), &client);
+  if (!s.ok()) fail(10, "Client::Open: " + s.message());
+  dlock::Config cfg;
+  cfg.Set("mode", mode);
+  std::unique_ptr<dlock::Lock> lock;
+  s = dlock::Lock::Open(client, key, cfg, &lock);
+  if (!s.ok()) fail(11, "Lock::Open: " + s.message());
+  for (int i = 0; i < iterations; ++i) {
+    s = lock->Try(60000);
+    if (!s.ok()) fail(12, std::string("Try: ") + dlock::CodeName(static_cast<int>(s.code())) + ": " + s.message());
+    int fd = open(marker.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+    if (fd < 0) fail(13, "OVERLAP: the marker exists, another process is inside the lock: " + std::string(std::strerror(errno)));
+    close(fd);
+    marker_is_mine = true;
+    long long count = -1;
+    unsigned long long last = 0;
+    {
+      std::ifstream in(counter);
+      if (!(in >> count >> last)) fail(14, "cannot read the counter file");
+    }
+    BusyFor(300);
+    if (tokens && lock->token() <= last)
+      fail(15, "token did not grow: " + std::to_string(lock->token()) + " after " + std::to_string(last));
+    {
+      std::ofstream out(counter, std::ios::trunc);
+      out << (count + 1) << " " << lock->token() << "\n";
+      if (!out.flush()) fail(16, "cannot write the counter file");
+    }
+    if (unlink(marker.c_str()) != 0) fail(17, "cannot remove the marker");
+    marker_is_mine = false;
+    s = lock->Release();
+    if (!s.ok()) fail(18, "Release: " + s.message());
+  }
+  lock.reset();
+  client.reset();
+  _exit(0);
+}
+
+void RunProcesses(const std::string& mode, int procs, int iterations) {
+  TempDir dir;
+  {
+    std::ofstream out(dir.path + "/counter");
+    out << "0 0\n";
+  }
+  const std::string key = kPrefix + "procs_" + mode;
+  std::fflush(nullptr);
+  // Fork before this process opens any client: each child opens its own.
+  std::vector<pid_t> kids;
+  for (int i = 0; i < procs; ++i) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) ChildMain(dir.path, key, mode, iterations);
+    kids.push_back(pid);
+  }
+  int failed = 0;
+  for (pid_t pid : kids) {
+    int st = 0;
+    REQUIRE(waitpid(pid, &st, 0) == pid);
+    INFO("child ", pid, " status ", st);
+    CHECK(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 0);  // 13 = overlap; see the child's stderr
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) ++failed;
+  }
+  long long count = -1;
+  unsigned long long last = 0;
+  std::ifstream in(dir.path + "/counter");
+  REQUIRE(static_cast<bool>(in >> count >> last));
+  CHECK(failed == 0);
+  CHECK(count == static_cast<long long>(procs) * iterations);
+  if (mode == "lease") CHECK(last > 0);
+  CHECK(access((dir.path + "/inside").c_str(), F_OK) != 0);
+}
+
+// ---- threads ----
+
+struct Shared {
+  std::atomic<bool> inside{false};
+  // Read and written as two separate steps (load, busy, store), never as one
+  // atomic increment: two holders at once would lose an increment. Atomic
+  // only so that ThreadSanitizer, which cannot see the database's ordering,
+  // does not call the handoff a race.
+  std::atomic<int64_t> counter{0};
+  std::atomic<uint64_t> last_token{0};
+  std::atomic<int> overlaps{0};
+  std::atomic<int> token_regressions{0};
+  std::mutex mu;
+  std::vector<std::string> errors;
+  void Error(const std::string& e) {
+    std::lock_guard<std::mutex> g(mu);
+    errors.push_back(e);
+  }
+};
+
+// pool 0 = the default pool size (8).
+void RunThreads(const std::string& mode, int clients, int threads_per_client, int iterations, int pool) {
+  std::vector<std::shared_ptr<dlock::Client>> cs;
+  dlock::Config ccfg;
+  if (pool > 0) REQUIRE(ccfg.Set("pool", std::to_string(pool)).ok());
+  for (int i = 0; i < clients; ++i) cs.push_back(OpenClient(ccfg));
+  const std::string key = kPrefix + "threads_" + mode;
+  std::vector<std::unique_ptr<dlock::Lock>> locks;
+  for (int i = 0; i < clients * threads_per_client; ++i)
+    locks.push_back(OpenLock(cs[i % clients], key, mode));
+
+  Shared sh;
+  const bool tokens = mode == "lease";  // row locks have no token
+  std::vector<std::thread> ts;
+  const auto start = Clock::now();
+  for (auto& l : locks) {
+    dlock::Lock* lock = l.get();
+    ts.emplace_back([&sh, lock, iterations, tokens] {
+      for (int i = 0; i < iterations; ++i) {
+        dlock::Status s = lock->Try(60000);
+        if (!s.ok()) {
+          sh.Error(std::string("Try: ") + CodeStr(s.code()) + ": " + s.message());
+          continue;
+        }
+        if (sh.inside.exchange(true)) sh.overlaps.fetch_add(1);
+        const uint64_t tok = lock->token();
+        if (tokens && tok <= sh.last_token.load(std::memory_order_relaxed)) sh.token_regressions.fetch_add(1);
+        sh.last_token.store(tok, std::memory_order_relaxed);
+        const int64_t v = sh.counter.load(std::memory_order_relaxed);
+        BusyFor(200);
+        sh.counter.store(v + 1, std::memory_order_relaxed);
+        sh.inside.store(false);
+        s = lock->Release();
+        if (!s.ok()) sh.Error(std::string("Release: ") + CodeStr(s.code()) + ": " + s.message());
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  MESSAGE(mode, ": ", locks.size(), " threads x ", iterations, " acquisitions in ", MsSince(start), " ms");
+  for (const std::string& e : sh.errors) CHECK_MESSAGE(false, e);
+  CHECK(sh.errors.empty());
+  CHECK(sh.overlaps == 0);
+  CHECK(sh.token_regressions == 0);
+  CHECK(sh.counter == static_cast<int64_t>(locks.size()) * iterations);
+}
+
+}  // namespace
+
+// First: these fork, and should do so before this process opened anything.
+TEST_CASE("exclusion: 4 processes, lease") { RunProcesses("lease", 4, 40); }
+TEST_CASE("exclusion: 4 processes, row") { RunProcesses("row", 4, 40); }
+
+TEST_CASE("exclusion: 8 threads on 2 shared clients, lease") { RunThreads("lease", 2, 4, 50, 4); }
+TEST_CASE("exclusion: 8 threads on 2 shared clients, row") { RunThreads("row", 2, 4, 50, 4); }
+// One client with the default pool of 8: every row-lock waiter holds one.
+TEST_CASE("exclusion: 8 threads on one shared client, lease") { RunThreads("lease", 1, 8, 30, 0); }
+TEST_CASE("exclusion: 8 threads on one shared client, row") { RunThreads("row", 1, 8, 30, 0); }

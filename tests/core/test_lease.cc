@@ -1,0 +1,329 @@
+// core_lease: the lease lock (scheme 1) against the fixture server: acquire,
+// busy, release, owner safety, expiry by the database clock, fencing tokens.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include "core_test_util.h"
+
+using dlock::Code;
+using dlock::LockState;
+using namespace dtest;
+
+namespace {
+
+const std::string kPrefix = UniquePrefix("lease");
+
+// Microseconds the database says are left on key's lease.
+int64_t DbRemainingUs(Admin& admin, const std::string& key) {
+  return admin.Int("SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expire_time) FROM distributed_lock WHERE lock_key = " +
+                   Lit(key));
+}
+
+}  // namespace
+
+TEST_CASE("lease: acquire, busy for others, release, acquire again") {
+  Admin admin;
+  auto c1 = OpenClient();
+  auto c2 = OpenClient();
+  const std::string key = kPrefix + "basic";
+  auto a = OpenLock(c1, key, "lease", 10000);
+  auto b = OpenLock(c2, key, "lease", 10000);
+
+  CHECK(a->state() == LockState::kIdle);
+  CHECK(a->token() == 0);
+  CHECK(a->owner().empty());
+  CHECK(a->key() == key);
+  CHECK(a->remaining_ms() == 0);
+
+  DT_REQUIRE_CODE(a->Try(0), Code::kOk);
+  CHECK(a->held());
+  CHECK(a->state() == LockState::kHeld);
+  CHECK(a->token() > 0);
+  CHECK(a->remaining_ms() > 9000);
+  CHECK(a->remaining_ms() <= 10000);
+  // owner = host:pid:uuid
+  const std::string owner = a->owner();
+  CHECK(owner.find(":" + std::to_string(getpid()) + ":") != std::string::npos);
+  CHECK(owner.size() > 36);
+  CHECK(std::string(a->owner_cstr()) == owner);
+
+  // The database has exactly what the lock object says.
+  SqlRow row = LeaseRow(admin, key);
+  REQUIRE(row.size() == 3);
+  CHECK(*row[0] == owner);
+  CHECK(std::stoull(*row[2]) == a->token());
+  int64_t left = DbRemainingUs(admin, key);
+  CHECK(left > 9000000);
+  CHECK(left <= 10000000);
+
+  // Reentrant by default: the same thread taking it again counts up, keeps
+  // owner and token, and the lock stays held until the count is back to 0.
+  CHECK(a->hold_count() == 1);
+  DT_CHECK_CODE(a->Try(0), Code::kOk);
+  CHECK(a->hold_count() == 2);
+  CHECK(a->owner() == owner);
+  DT_CHECK_CODE(a->Release(), Code::kOk);
+  CHECK(a->held());
+  CHECK(a->hold_count() == 1);
+  CHECK(*LeaseRow(admin, key)[0] == owner);
+  auto t = Clock::now();
+  DT_CHECK_CODE(b->Try(0), Code::kBusy);
+  DT_CHECK_CODE(b->Try(300), Code::kBusy);
+  CHECK(MsSince(t) >= 300);
+  CHECK(b->state() == LockState::kIdle);
+  CHECK(LeaseRow(admin, key)[0] == owner);  // waiting changed nothing
+
+  DT_REQUIRE_CODE(a->Release(), Code::kOk);
+  CHECK(a->state() == LockState::kIdle);
+  CHECK(a->remaining_ms() == 0);
+  DT_CHECK_CODE(a->Release(), Code::kState);  // not held any more
+  DT_CHECK_CODE(a->Renew(), Code::kState);
+  row = LeaseRow(admin, key);
+  REQUIRE(row.size() == 3);
+  CHECK(row[0]->empty());  // freed in place, the fence survives
+  CHECK(std::stoull(*row[2]) == a->token());
+
+  // Released: the other client gets it at once.
+  t = Clock::now();
+  DT_REQUIRE_CODE(b->Try(0), Code::kOk);
+  CHECK(MsSince(t) < 1000);
+  CHECK(b->owner() != owner);
+  CHECK(b->token() > a->token());
+  DT_CHECK_CODE(a->Try(0), Code::kBusy);
+  DT_CHECK_CODE(b->Release(), Code::kOk);
+  DT_CHECK_CODE(a->Try(0), Code::kOk);
+  DT_CHECK_CODE(a->Release(), Code::kOk);
+}
+
+TEST_CASE("lease: a waiter gets the lock soon after the holder releases") {
+  auto c1 = OpenClient();
+  auto c2 = OpenClient();
+  const std::string key = kPrefix + "handoff";
+  auto a = OpenLock(c1, key, "lease", 30000);
+  auto b = OpenLock(c2, key, "lease", 30000);
+  DT_REQUIRE_CODE(a->Try(0), Code::kOk);
+  std::atomic<int> got{-100};
+  std::atomic<int64_t> got_at_ms{0};
+  auto start = Clock::now();
+  std::atomic<int> released{-100};
+  std::thread waiter([&] {
+    dlock::Status s = b->Try(10000);
+    got_at_ms = MsSince(start);
+    got = static_cast<int>(s.code());
+    if (s.ok()) released = static_cast<int>(b->Release().code());  // holder=thread: this thread
+  });
+  // The waiter must not get in while a holds it.
+  CHECK_FALSE(PollUntil(Clock::now() + std::chrono::milliseconds(400), [&] { return got != -100; }));
+  auto released_at = MsSince(start);
+  DT_CHECK_CODE(a->Release(), Code::kOk);
+  waiter.join();
+  CHECK(got == static_cast<int>(Code::kOk));
+  CHECK(got_at_ms >= released_at);
+  CHECK(got_at_ms - released_at < 1500);
+  CHECK(released == static_cast<int>(Code::kOk));
+}
+
+TEST_CASE("lease: renew extends by the database clock") {
+  Admin admin;
+  auto c = OpenClient();
+  const std::string key = kPrefix + "renew";
+  auto a = OpenLock(c, key, "lease", 3000);
+  DT_REQUIRE_CODE(a->Try(0), Code::kOk);
+  const uint64_t token = a->token();
+  const std::string owner = a->owner();
+  // Let some of the lease pass (by the database's clock), then renew.
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(5),
+                    [&] { return DbRemainingUs(admin, key) < 2500000; }));
+  DT_REQUIRE_CODE(a->Renew(), Code::kOk);
+  int64_t left = DbRemainingUs(admin, key);
+  CHECK(left > 2800000);
+  CHECK(left <= 3000000);
+  CHECK(a->remaining_ms() > 2800);
+  // Renewal keeps owner and token.
+  CHECK(a->token() == token);
+  CHECK(a->owner() == owner);
+  SqlRow row = LeaseRow(admin, key);
+  CHECK(*row[0] == owner);
+  CHECK(std::stoull(*row[2]) == token);
+  DT_CHECK_CODE(a->Release(), Code::kOk);
+}
+
+TEST_CASE("lease: a non-owner's release and renew never touch the holder's row") {
+  Admin admin;
+  auto c1 = OpenClient();
+  auto c2 = OpenClient();
+  const std::string key = kPrefix + "nonowner";
+  auto holder = OpenLock(c1, key, "lease", 20000);
+  auto other = OpenLock(c2, key, "lease", 20000);
+  DT_REQUIRE_CODE(holder->Try(0), Code::kOk);
+  const SqlRow before = LeaseRow(admin, key);
+  REQUIRE(before.size() == 3);
+
+  // An object that never held the lock cannot release or renew it.
+  DT_CHECK_CODE(other->Release(), Code::kState);
+  DT_CHECK_CODE(other->Renew(), Code::kState);
+  DT_CHECK_CODE(other->Try(0), Code::kBusy);
+  CHECK(LeaseRow(admin, key) == before);
+
+  // Someone else's row behind the holder's back (as if it had expired and
+  // been taken over): the holder's own clock still says held, so renew and
+  // release really go to the database, and must match nothing.
+  admin.Exec("UPDATE distributed_lock SET owner = 'intruder:1:x', fence = fence + 1, "
+             "expire_time = UTC_TIMESTAMP(6) + INTERVAL 60 SECOND WHERE lock_key = " + Lit(key));
+  const SqlRow taken = LeaseRow(admin, key);
+  REQUIRE(taken.size() == 3);
+  CHECK(holder->held());
+  DT_CHECK_CODE(holder->Renew(), Code::kLost);
+  CHECK(holder->state() == LockState::kLost);
+  CHECK(LeaseRow(admin, key) == taken);
+  DT_CHECK_CODE(holder->Release(), Code::kLost);
+  CHECK(LeaseRow(admin, key) == taken);
+  CHECK(holder->state() == LockState::kLost);
+  admin.Exec("DELETE FROM distributed_lock WHERE lock_key = " + Lit(key));
+}
+
+TEST_CASE("lease: release after expiry and takeover is kLost; the new holder's row is unchanged") {
+  Admin admin;
+  auto c1 = OpenClient();
+  auto c2 = OpenClient();
+  const std::string key = kPrefix + "takeover";
+  auto a = OpenLock(c1, key, "lease", 400);
+  auto b = OpenLock(c2, key, "lease", 30000);
+  DT_REQUIRE_CODE(a->Try(0), Code::kOk);
+  const uint64_t a_token = a->token();
+
+  dlock::Status s;
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(3), [&] {
+    s = b->Try(50);
+    REQUIRE_MESSAGE((s.code() == Code::kOk || s.code() == Code::kBusy), s.message());
+    return s.ok();
+  }));
+  CHECK(b->token() > a_token);
+  const SqlRow b_row = LeaseRow(admin, key);
+  REQUIRE(b_row.size() == 3);
+  CHECK(*b_row[0] == b->owner());
+  CHECK(std::stoull(*b_row[2]) == b->token());
+
+  CHECK(a->state() == LockState::kLost);  // by its own monotonic clock
+  DT_CHECK_CODE(a->Renew(), Code::kLost);
+  CHECK(LeaseRow(admin, key) == b_row);
+  DT_CHECK_CODE(a->Release(), Code::kLost);
+  CHECK(LeaseRow(admin, key) == b_row);  // owner, expire_time, fence: all unchanged
+  CHECK(b->held());
+  DT_CHECK_CODE(b->Renew(), Code::kOk);
+  DT_CHECK_CODE(b->Release(), Code::kOk);
+
+  // The lost object can take the lock again later, with a new token.
+  DT_CHECK_CODE(a->Try(0), Code::kOk);
+  CHECK(a->token() > b->token());
+  DT_CHECK_CODE(a->Release(), Code::kOk);
+}
+
+TEST_CASE("lease: release after our own expiry (nobody took it) is kLost and frees the row") {
+  Admin admin;
+  auto c = OpenClient();
+  const std::string key = kPrefix + "selfexpire";
+  auto a = OpenLock(c, key, "lease", 200);
+  DT_REQUIRE_CODE(a->Try(0), Code::kOk);
+  const std::string owner = a->owner();
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(3),
+                    [&] { return a->state() == LockState::kLost && DbRemainingUs(admin, key) < 0; }));
+  CHECK(a->remaining_ms() == 0);
+  DT_CHECK_CODE(a->Renew(), Code::kLost);
+  CHECK(*LeaseRow(admin, key)[0] == owner);
+  DT_CHECK_CODE(a->Release(), Code::kLost);
+  CHECK(LeaseRow(admin, key)[0]->empty());
+}
+
+TEST_CASE("lease: expiry by DB time: ttl 1000 is taken over after ~1 s, never before") {
+  auto c1 = OpenClient();
+  auto c2 = OpenClient();
+  const std::string key = kPrefix + "expiry";
+  auto a = OpenLock(c1, key, "lease", 1000);
+  auto b = OpenLock(c2, key, "lease", 30000);
+  const auto before_a = Clock::now();
+  DT_REQUIRE_CODE(a->Try(0), Code::kOk);
+  const auto after_a = Clock::now();
+  int busy = 0;
+  dlock::Status s;
+  bool got = PollUntil(after_a + std::chrono::seconds(4), [&] {
+    s = b->Try(20);
+    if (s.code() == Code::kBusy) ++busy;
+    REQUIRE_MESSAGE((s.ok() || s.code() == Code::kBusy), s.message());
+    return s.ok();
+  }, std::chrono::milliseconds(0));
+  const auto taken = Clock::now();
+  REQUIRE_MESSAGE(got, "the expired lease was not taken over within 4 s");
+  const int64_t since_before = std::chrono::duration_cast<std::chrono::milliseconds>(taken - before_a).count();
+  const int64_t since_after = std::chrono::duration_cast<std::chrono::milliseconds>(taken - after_a).count();
+  INFO("taken over ", since_before, " ms after the first acquisition was sent (", busy, " busy polls)");
+  CHECK(since_before >= 950);
+  CHECK(since_after < 2500);
+  CHECK(busy > 5);
+  CHECK(b->token() > a->token());
+  DT_CHECK_CODE(a->Release(), Code::kLost);
+  DT_CHECK_CODE(b->Release(), Code::kOk);
+}
+
+TEST_CASE("lease: fencing tokens strictly increase across releases, objects, clients, takeovers") {
+  Admin admin;
+  auto c1 = OpenClient();
+  auto c2 = OpenClient();
+  const std::string key = kPrefix + "fence";
+  std::vector<uint64_t> tokens;
+  auto a = OpenLock(c1, key, "lease", 30000);
+  // Same object, released and re-acquired.
+  for (int i = 0; i < 3; ++i) {
+    DT_REQUIRE_CODE(a->Try(0), Code::kOk);
+    tokens.push_back(a->token());
+    DT_REQUIRE_CODE(a->Release(), Code::kOk);
+  }
+  // A different object on the same client, then another client.
+  {
+    auto a2 = OpenLock(c1, key, "lease", 30000);
+    DT_REQUIRE_CODE(a2->Try(0), Code::kOk);
+    tokens.push_back(a2->token());
+    DT_REQUIRE_CODE(a2->Release(), Code::kOk);
+  }
+  auto b = OpenLock(c2, key, "lease", 300);
+  DT_REQUIRE_CODE(b->Try(0), Code::kOk);
+  tokens.push_back(b->token());
+  // Takeover after expiry (b never releases).
+  DT_REQUIRE_CODE(a->Try(3000), Code::kOk);
+  tokens.push_back(a->token());
+  // A lock object destroyed while holding releases (best effort); the next
+  // acquisition still gets a higher token.
+  DT_REQUIRE_CODE(a->Release(), Code::kOk);
+  {
+    auto tmp = OpenLock(c2, key, "lease", 30000);
+    DT_REQUIRE_CODE(tmp->Try(0), Code::kOk);
+    tokens.push_back(tmp->token());
+  }
+  DT_REQUIRE_CODE(a->Try(0), Code::kOk);  // the destructor released it
+  tokens.push_back(a->token());
+  DT_REQUIRE_CODE(a->Release(), Code::kOk);
+
+  for (size_t i = 1; i < tokens.size(); ++i) {
+    INFO("token[", i - 1, "] = ", tokens[i - 1], ", token[", i, "] = ", tokens[i]);
+    CHECK(tokens[i] > tokens[i - 1]);
+  }
+  CHECK(tokens.front() > 0);
+  CHECK(std::stoull(*LeaseRow(admin, key)[2]) == tokens.back());
+  DT_CHECK_CODE(b->Release(), Code::kLost);
+}
+
+TEST_CASE("lease: a new key after cleanup starts above the fence floor") {
+  // Cleanup (A8) deletes rows and raises the floor; simulate it by hand.
+  Admin admin;
+  auto c = OpenClient();
+  const std::string key = kPrefix + "floor";
+  auto a = OpenLock(c, key, "lease", 30000);
+  DT_REQUIRE_CODE(a->Try(0), Code::kOk);
+  const uint64_t first = a->token();
+  DT_REQUIRE_CODE(a->Release(), Code::kOk);
+  // Raise the floor to at least first (the real cleanup never lowers it).
+  admin.Exec("UPDATE distributed_lock_fence SET fence_floor = GREATEST(fence_floor, " +
+             std::to_string(first) + ") WHERE id = 1");
+  admin.Exec("DELETE FROM distributed_lock WHERE lock_key = " + Lit(key));
+  DT_REQUIRE_CODE(a->Try(0), Code::kOk);
+  CHECK(a->token() > first);
+  DT_CHECK_CODE(a->Release(), Code::kOk);
+}
