@@ -171,11 +171,8 @@ void ClientImpl::JanitorLoop() {
     bool ran = false;
     Status s = Cleanup(&deleted, &ran);
     if (!s.ok()) {
-      Event ev;
-      ev.type = EventType::kCleanup;
-      ev.severity = Severity::kWarning;
-      ev.message = "periodic cleanup failed: " + s.message();
-      PushEvent(std::move(ev));
+      Raise(EventType::kCleanup, Severity::kWarning, "", "", 0,
+            "periodic cleanup failed: " + s.message());
     }
     g.lock();
   }
@@ -262,12 +259,9 @@ Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
   counters_.cleanup_runs.fetch_add(1);
   counters_.cleanup_deleted.fetch_add(*deleted);
   if (*deleted > 0) {
-    Event ev;
-    ev.type = EventType::kCleanup;
-    ev.severity = Severity::kInfo;
-    ev.message = "cleanup deleted " + std::to_string(*deleted) + " expired lease rows; " +
-                 std::to_string(counters_.table_rows.load()) + " rows remain";
-    PushEvent(std::move(ev));
+    Raise(EventType::kCleanup, Severity::kInfo, "", "", 0,
+          "cleanup deleted " + std::to_string(*deleted) + " expired lease rows; " +
+              std::to_string(counters_.table_rows.load()) + " rows remain");
   }
   return s;
 }

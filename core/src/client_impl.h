@@ -97,6 +97,17 @@ class ClientImpl {
 
   Counters& counters() { return counters_; }
   void PushEvent(Event e) { events_.Push(std::move(e), &counters_.events_dropped); }
+  void Raise(EventType type, Severity severity, const std::string& key, const std::string& owner,
+             uint64_t token, std::string message) {
+    Event e;
+    e.type = type;
+    e.severity = severity;
+    e.key = key;
+    e.owner = owner;
+    e.token = token;
+    e.message = std::move(message);
+    PushEvent(std::move(e));
+  }
   bool PopEvent(Clock::time_point deadline, Event* out) { return events_.Pop(deadline, out); }
   Renewer& renewer() { return renewer_; }
   WaitQueues& waiters() { return waiters_; }

@@ -516,14 +516,9 @@ Status LockImpl::Renew() {
   }
   if (opts_.max_hold_ms > 0 && Clock::now() - acquired_at >= std::chrono::milliseconds(opts_.max_hold_ms)) {
     c_->counters().max_hold_trips.fetch_add(1);
-    Event ev;
-    ev.type = EventType::kMaxHold;
-    ev.severity = Severity::kCritical;
-    ev.key = key_;
-    ev.owner = owner;
-    ev.token = Token();
-    ev.message = "renew refused: max hold time of " + std::to_string(opts_.max_hold_ms) + " ms reached";
-    c_->PushEvent(std::move(ev));
+    c_->Raise(EventType::kMaxHold, Severity::kCritical, key_, owner, Token(),
+              "renew refused: max hold time of " + std::to_string(opts_.max_hold_ms) +
+                  " ms reached");
     return Status(Code::kMaxHold, "lock " + Name() + ": max hold time of " +
                                       std::to_string(opts_.max_hold_ms) +
                                       " ms reached; renewal refused, the lease will expire");
@@ -535,14 +530,8 @@ Status LockImpl::Renew() {
   if (!renewed) {
     c_->renewer().Remove(this);
     const std::string why = "the lease had expired by the database clock or another owner took it";
-    Event ev;
-    ev.type = EventType::kLost;
-    ev.severity = Severity::kCritical;
-    ev.key = key_;
-    ev.owner = owner;
-    ev.token = Token();
-    ev.message = "renew found the lease lost: " + why;
-    c_->PushEvent(std::move(ev));
+    c_->Raise(EventType::kLost, Severity::kCritical, key_, owner, Token(),
+              "renew found the lease lost: " + why);
     std::lock_guard<std::mutex> g(st_mu_);
     SetLostLocked(why);
     c_->counters().lost.fetch_add(1);
@@ -611,14 +600,8 @@ Status LockImpl::LeaseReleaseDb(Status* business) {
   DropWakeName();
   if (!s.ok()) return s;
   if (!ours) {
-    Event ev;
-    ev.type = EventType::kReleaseGone;
-    ev.severity = Severity::kWarning;
-    ev.key = key_;
-    ev.owner = owner;
-    ev.token = Token();
-    ev.message = "release found the lease taken by another owner (its row was left alone)";
-    c_->PushEvent(std::move(ev));
+    c_->Raise(EventType::kReleaseGone, Severity::kWarning, key_, owner, Token(),
+              "release found the lease taken by another owner (its row was left alone)");
     return Status::Lost("another owner holds it now (its row was left alone)");
   }
   if (!released) return Status::Lost("the lease had expired before release");

@@ -170,15 +170,9 @@ void Renewer::Run() {
           now - e.acquired_at >= std::chrono::milliseconds(e.max_hold_ms)) {
         e.tripped = true;
         client_->counters().max_hold_trips.fetch_add(1);
-        Event ev;
-        ev.type = EventType::kMaxHold;
-        ev.severity = Severity::kCritical;
-        ev.key = e.key;
-        ev.owner = e.owner;
-        ev.token = kv.first->Token();
-        ev.message = "max hold time of " + std::to_string(e.max_hold_ms) +
-                     " ms reached: renewal stopped, the lease will expire (is the job stuck?)";
-        client_->PushEvent(std::move(ev));
+        client_->Raise(EventType::kMaxHold, Severity::kCritical, e.key, e.owner, kv.first->Token(),
+                       "max hold time of " + std::to_string(e.max_hold_ms) +
+                           " ms reached: renewal stopped, the lease will expire (is the job stuck?)");
       }
       if (e.tripped) {
         next = std::min(next, e.deadline);
@@ -203,14 +197,8 @@ void Renewer::Run() {
     for (auto& x : expired) {
       Entry& e = entries_[x.first];
       client_->counters().lost.fetch_add(1);
-      Event ev;
-      ev.type = EventType::kLost;
-      ev.severity = Severity::kCritical;
-      ev.key = e.key;
-      ev.owner = e.owner;
-      ev.token = x.first->Token();
-      ev.message = x.second;
-      client_->PushEvent(std::move(ev));
+      client_->Raise(EventType::kLost, Severity::kCritical, e.key, e.owner, x.first->Token(),
+                     x.second);
       x.first->OnLost(e.owner, x.second);
       entries_.erase(x.first);
     }
@@ -240,14 +228,8 @@ void Renewer::Run() {
         } else if (outcomes[i] == Outcome::kLost) {
           const std::string why = "the lease had expired by the database clock or another owner took it";
           client_->counters().lost.fetch_add(1);
-          Event ev;
-          ev.type = EventType::kLost;
-          ev.severity = Severity::kCritical;
-          ev.key = en.key;
-          ev.owner = en.owner;
-          ev.token = it.lock->Token();
-          ev.message = why;
-          client_->PushEvent(std::move(ev));
+          client_->Raise(EventType::kLost, Severity::kCritical, en.key, en.owner, it.lock->Token(),
+                         why);
           it.lock->OnLost(it.owner, why);
           entries_.erase(e);
         } else {
@@ -255,14 +237,8 @@ void Renewer::Run() {
           int ms = std::min(1000, 50 << std::min(en.failures, 4));
           en.retry_at = Clock::now() + std::chrono::milliseconds(ms);
           if (en.failures++ == 0) {
-            Event ev;
-            ev.type = EventType::kRenewRetry;
-            ev.severity = Severity::kWarning;
-            ev.key = en.key;
-            ev.owner = en.owner;
-            ev.token = it.lock->Token();
-            ev.message = "renewal failed, retrying until the lease runs out: " + s.message();
-            client_->PushEvent(std::move(ev));
+            client_->Raise(EventType::kRenewRetry, Severity::kWarning, en.key, en.owner, it.lock->Token(),
+                           "renewal failed, retrying until the lease runs out: " + s.message());
           }
         }
       }
