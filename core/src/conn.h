@@ -72,10 +72,8 @@ class Conn {
   bool broken() const { return broken_; }
   // Counts every statement sent (for the client's counters).
   void set_counter(std::atomic<uint64_t>* c) { sent_ = c; }
-  void MarkBroken() { broken_ = true; }
   unsigned long thread_id() const;
   const ServerInfo& server() const { return server_; }
-  MYSQL* raw() { return m_; }
 
  private:
   explicit Conn(MYSQL* m);

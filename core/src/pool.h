@@ -52,7 +52,6 @@ class Pool {
   Status Get(Clock::time_point deadline, PooledConn* out);
   void Put(std::unique_ptr<Conn> c);
   int open_count() const;
-  uint64_t statements_sent() const { return sent_.load(std::memory_order_relaxed); }
   // Connections outside the pool (the watchdog's) count here too.
   std::atomic<uint64_t>* sent_counter() { return &sent_; }
   const ClientOptions& options() const { return opts_; }

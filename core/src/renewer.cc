@@ -80,11 +80,6 @@ void Renewer::Renewed(LockImpl* lock, Clock::time_point sent, Clock::time_point 
   it->second.failures = 0;
 }
 
-size_t Renewer::size() {
-  std::lock_guard<std::mutex> g(mu_);
-  return entries_.size();
-}
-
 Status Renewer::EnsureConn() {
   if (conn_ && !conn_->broken()) return Status::OK();
   conn_.reset();

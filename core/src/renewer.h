@@ -31,7 +31,6 @@ class Renewer {
   void Remove(LockImpl* lock);
   // A manual renew succeeded: the next tick can wait.
   void Renewed(LockImpl* lock, Clock::time_point sent, Clock::time_point deadline);
-  size_t size();
 
  private:
   struct Entry {

@@ -260,18 +260,18 @@ TEST_CASE("a waiter in the same process gets the lock within milliseconds of a l
     auto a = Open(c, key, {{"mode", mode}, {"ttl_ms", "30000"}});
     auto b = Open(c, key, {{"mode", mode}, {"ttl_ms", "30000"}});
     DT_REQUIRE_CODE(a->Try(0), Code::kOk);
-    std::atomic<bool> waiting{false};
+    const uint64_t sent_before = Counter(c, "statements");
     std::atomic<int64_t> acquired_ns{0};
     auto waiter = std::async(std::launch::async, [&] {
-      waiting = true;
       Status s = b->Try(10000);
       acquired_ns = Clock::now().time_since_epoch().count();
       if (s.ok()) CHECK(b->Release().ok());  // the holder is this thread
       return s.code();
     });
-    // Let the waiter settle into its wait (it polls once, then queues).
-    REQUIRE(dtest::PollUntil(Clock::now() + std::chrono::seconds(2), [&] { return waiting.load(); }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // The waiter has met the held lock once (a statement went out) and is
+    // now waiting, whichever step of its wait the release lands in.
+    REQUIRE(dtest::PollUntil(Clock::now() + std::chrono::seconds(5),
+                             [&] { return Counter(c, "statements") > sent_before; }));
     const auto released = Clock::now();
     DT_REQUIRE_CODE(a->Release(), Code::kOk);
     CHECK(waiter.get() == Code::kOk);
@@ -451,13 +451,12 @@ TEST_CASE("cancel: a waiting Try and a WaitLost return kCancelled promptly") {
     auto holder = Open(c, key, {{"mode", mode}, {"ttl_ms", "30000"}});
     auto waiter = Open(c2, key, {{"mode", mode}, {"ttl_ms", "30000"}});
     DT_REQUIRE_CODE(holder->Try(0), Code::kOk);
-    std::atomic<bool> started{false};
-    auto f = std::async(std::launch::async, [&] {
-      started = true;
-      return waiter->Try(20000).code();
-    });
-    REQUIRE(dtest::PollUntil(Clock::now() + std::chrono::seconds(2), [&] { return started.load(); }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let it block on the server
+    const uint64_t sent_before = Counter(c2, "statements");
+    auto f = std::async(std::launch::async, [&] { return waiter->Try(20000).code(); });
+    // Cancel affects calls already running: wait until the Try has found the
+    // lock busy (its first statement went out).
+    REQUIRE(dtest::PollUntil(Clock::now() + std::chrono::seconds(5),
+                             [&] { return Counter(c2, "statements") > sent_before; }));
     const auto t0 = Clock::now();
     waiter->Cancel();
     CHECK(f.get() == Code::kCancelled);
@@ -466,8 +465,12 @@ TEST_CASE("cancel: a waiting Try and a WaitLost return kCancelled promptly") {
     DT_CHECK_CODE(holder->Release(), Code::kOk);
     DT_CHECK_CODE(waiter->Try(2000), Code::kOk);
     auto w = std::async(std::launch::async, [&] { return waiter->WaitLost(20000).code(); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    waiter->Cancel();
+    // WaitLost sends nothing, so there is no sign it has started: cancel
+    // until it returns (a cancel before it starts does not count).
+    CHECK(dtest::PollUntil(Clock::now() + std::chrono::seconds(5), [&] {
+      waiter->Cancel();
+      return w.wait_for(std::chrono::milliseconds(20)) == std::future_status::ready;
+    }));
     CHECK(w.get() == Code::kCancelled);
     DT_CHECK_CODE(waiter->Release(), Code::kOk);
   }
