@@ -265,6 +265,14 @@ const char* dlock_owner(const dlock_lock* lock) {
   return lock->lock->owner_cstr();
 }
 
+size_t dlock_owner_copy(const dlock_lock* lock, char* buf, size_t buf_size) {
+  if (lock == nullptr) {
+    if (buf != nullptr && buf_size > 0) buf[0] = '\0';
+    return 0;
+  }
+  return lock->lock->copy_owner(buf, buf_size);
+}
+
 uint64_t dlock_token(const dlock_lock* lock) { return lock == nullptr ? 0 : lock->lock->token(); }
 
 const char* dlock_key(const dlock_lock* lock, size_t* out_len) {

@@ -180,16 +180,6 @@ void ClientImpl::JanitorLoop() {
   mysql_thread_end();
 }
 
-void ClientImpl::KillQuery(unsigned long thread_id) {
-  if (thread_id == 0) return;
-  // A connection of its own: the pool may be exhausted by the very waits
-  // being cancelled.
-  std::unique_ptr<Conn> c;
-  if (!Conn::Connect(opts_, &c).ok()) return;
-  c->set_counter(pool_.sent_counter());
-  c->Query("KILL QUERY " + std::to_string(thread_id));
-}
-
 Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
   *deleted = 0;
   *ran = false;
@@ -362,20 +352,38 @@ std::string ClientImpl::NewOwner() {
   return host_ + ":" + std::to_string(getpid()) + ":" + uuid;
 }
 
-Status ClientImpl::GetConn(Clock::time_point deadline, PooledConn* out) {
+Status ClientImpl::GetConn(Clock::time_point deadline, PooledConn* out,
+                           const std::function<bool()>& stop) {
   auto floor = Clock::now() + kPoolGrace;
-  return pool_.Get(deadline > floor ? deadline : floor, out);
+  return pool_.Get(deadline > floor ? deadline : floor, out, stop);
+}
+
+Clock::time_point ClientImpl::RetryUntil(Clock::time_point deadline) const {
+  return std::max(deadline, Clock::now() + std::chrono::seconds(opts_.connect_timeout_s));
+}
+
+Status ClientImpl::GaveUp(const Status& s, const char* what) const {
+  if (IsOutcomeUnknown(static_cast<unsigned>(s.server_errno())))
+    return Status(Code::kUnknown,
+                  std::string(what) + ": the connection failed while the statement was in flight, "
+                  "too late to re-check; " + s.message(),
+                  s.server_errno());
+  return s;
 }
 
 Status ClientImpl::LeaseAcquire(const std::string& key, const std::string& owner, int64_t ttl_ms,
-                                Clock::time_point deadline, Conn* preferred, LeaseAttempt* out) {
+                                Clock::time_point deadline, Conn* preferred, LeaseAttempt* out,
+                                const std::function<bool()>& stop) {
   Status s;
   int deadlocks = 0;
+  // A dropped statement is re-run on a fresh connection only while the call
+  // is young: a server that let one statement time out is not asked again.
+  const auto retry_until = RetryUntil(deadline);
   for (int conn_try = 0; conn_try < kConnRetries;) {
     PooledConn pc;
     Conn* c = preferred != nullptr && !preferred->broken() ? preferred : nullptr;
     if (c == nullptr) {
-      s = GetConn(deadline, &pc);
+      s = GetConn(deadline, &pc, stop);
       if (!s.ok()) return s;
       c = &*pc;
     }
@@ -401,15 +409,17 @@ Status ClientImpl::LeaseAcquire(const std::string& key, const std::string& owner
       continue;
     }
     if (!c->broken()) return s;
+    if (Clock::now() >= retry_until) return GaveUp(s, "acquire");
     ++conn_try;  // dropped: the statement is idempotent for our owner, re-run it
   }
-  return s;
+  return GaveUp(s, "acquire");
 }
 
 Status ClientImpl::LeaseRenew(const std::string& key, const std::string& owner, int64_t ttl_ms,
                               bool* renewed, Clock::time_point* sent_at) {
   Status s;
   int deadlocks = 0;
+  const auto retry_until = RetryUntil(Clock::now());
   for (int conn_try = 0; conn_try < kConnRetries;) {
     PooledConn c;
     s = GetConn(Clock::now(), &c);
@@ -426,9 +436,10 @@ Status ClientImpl::LeaseRenew(const std::string& key, const std::string& owner, 
       continue;
     }
     if (!c->broken()) return s;
+    if (Clock::now() >= retry_until) return GaveUp(s, "renew");
     ++conn_try;
   }
-  return s;
+  return GaveUp(s, "renew");
 }
 
 Status ClientImpl::LeaseRelease(const std::string& key, const std::string& owner, Conn* preferred,
@@ -436,6 +447,7 @@ Status ClientImpl::LeaseRelease(const std::string& key, const std::string& owner
   Status s;
   int deadlocks = 0;
   bool retried_after_drop = false;
+  const auto retry_until = RetryUntil(Clock::now());
   for (int conn_try = 0; conn_try < kConnRetries;) {
     PooledConn pc;
     Conn* c = preferred != nullptr && !preferred->broken() ? preferred : nullptr;
@@ -465,10 +477,11 @@ Status ClientImpl::LeaseRelease(const std::string& key, const std::string& owner
       continue;
     }
     if (!c->broken()) return s;
+    if (Clock::now() >= retry_until) return GaveUp(s, "release");
     retried_after_drop = true;
     ++conn_try;
   }
-  return s;
+  return GaveUp(s, "release");
 }
 
 Status ClientImpl::EnsureRow(Conn& conn, const std::string& name, bool force_check) {

@@ -148,6 +148,9 @@ class Lock {
   bool held() const { return state() == LockState::kHeld; }
   std::string owner() const;
   const char* owner_cstr() const;  // valid until the next Try
+  // Copies the owner id into buf (cut at cap - 1, NUL-terminated); returns
+  // its full length. Safe while other threads acquire.
+  size_t copy_owner(char* buf, size_t cap) const;
   uint64_t token() const;
   const std::string& key() const;
   int64_t remaining_ms() const;
