@@ -154,6 +154,16 @@ int dlock_try(dlock_lock* lock, int64_t wait_ms, dlock_error* err) {
   return Guard(err, [&] { return Report(lock->lock->Try(wait_ms), err); });
 }
 
+int dlock_try_as(dlock_lock* lock, uint64_t holder, int64_t wait_ms, dlock_error* err) {
+  if (lock == nullptr) return Null(err, "lock");
+  return Guard(err, [&] { return Report(lock->lock->TryAs(holder, wait_ms), err); });
+}
+
+int dlock_release_as(dlock_lock* lock, uint64_t holder, dlock_error* err) {
+  if (lock == nullptr) return Null(err, "lock");
+  return Guard(err, [&] { return Report(lock->lock->ReleaseAs(holder), err); });
+}
+
 int dlock_renew(dlock_lock* lock, dlock_error* err) {
   if (lock == nullptr) return Null(err, "lock");
   return Guard(err, [&] { return Report(lock->lock->Renew(), err); });

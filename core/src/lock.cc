@@ -254,8 +254,38 @@ void LockImpl::WatchRowLocked() const {
   cv_.notify_all();
 }
 
+namespace {
+thread_local bool t_has_holder = false;
+thread_local uint64_t t_holder = 0;
+std::atomic<uint64_t> g_next_thread_holder{1};
+}  // namespace
+
+HolderId HolderId::Current() {
+  HolderId h;
+  if (t_has_holder) {
+    h.explicit_id = true;
+    h.id = t_holder;
+    return h;
+  }
+  // A number per OS thread, never reused (a thread id may be, once the
+  // thread ended).
+  thread_local const uint64_t self = g_next_thread_holder.fetch_add(1);
+  h.id = self;
+  return h;
+}
+
+HolderScope::HolderScope(uint64_t id) : had_(t_has_holder), prev_(t_holder) {
+  t_has_holder = true;
+  t_holder = id;
+}
+
+HolderScope::~HolderScope() {
+  t_has_holder = had_;
+  t_holder = prev_;
+}
+
 bool LockImpl::IsHolderLocked() const {
-  return opts_.holder == Holder::kLock || holder_ == std::this_thread::get_id();
+  return opts_.holder == Holder::kLock || holder_ == HolderId::Current();
 }
 
 LockState LockImpl::StateLocked() const {
@@ -424,7 +454,7 @@ Status LockImpl::Try(int64_t wait_ms) {
       acquired_at_ = opts_.mode == LockMode::kLease
                          ? lease_deadline - std::chrono::milliseconds(opts_.ttl_ms)
                          : now;
-      holder_ = std::this_thread::get_id();
+      holder_ = HolderId::Current();
       count_ = 1;
       released_ = false;
       lost_why_.clear();
@@ -1192,6 +1222,14 @@ Status Lock::Open(std::shared_ptr<Client> client, const std::string& key, const 
 }
 
 Status Lock::Try(int64_t wait_ms) { return impl_->Try(wait_ms); }
+Status Lock::TryAs(uint64_t holder, int64_t wait_ms) {
+  HolderScope as(holder);
+  return impl_->Try(wait_ms);
+}
+Status Lock::ReleaseAs(uint64_t holder) {
+  HolderScope as(holder);
+  return impl_->Release();
+}
 Status Lock::Renew() { return impl_->Renew(); }
 Status Lock::Release() { return impl_->Release(); }
 Status Lock::Rollback() { return impl_->Rollback(); }

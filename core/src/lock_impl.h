@@ -19,6 +19,28 @@
 
 namespace dlock {
 
+// Who holds a lock for reentrancy (holder=thread): the calling OS thread, or
+// an id a binding passes for the call (TryAs/ReleaseAs: a Java thread, which
+// may run on any carrier thread).
+struct HolderId {
+  bool explicit_id = false;
+  uint64_t id = 0;
+  bool operator==(const HolderId& o) const { return explicit_id == o.explicit_id && id == o.id; }
+  // The holder of the call running on this thread.
+  static HolderId Current();
+};
+
+// Sets the explicit holder for the calls this thread makes while it lives.
+class HolderScope {
+ public:
+  explicit HolderScope(uint64_t id);
+  ~HolderScope();
+
+ private:
+  bool had_;
+  uint64_t prev_;
+};
+
 class LockImpl {
  public:
   LockImpl(std::shared_ptr<Client> client, std::string key, LockOptions opts);
@@ -115,7 +137,7 @@ class LockImpl {
   bool closing_ = false;  // the destructor runs: refuse new calls
   bool row_busy_ = false;           // an op is using row_conn_
   mutable Conn* row_watch_ = nullptr;  // row_conn_ while held and idle
-  std::thread::id holder_;
+  HolderId holder_;
   int count_ = 0;
   bool released_ = false;  // the database side of the last hold was released
   std::string owner_;

@@ -639,6 +639,58 @@ static void test_wait_timeout(void) {
   dlock_client_close(c);
 }
 
+/* ---- 9. a holder id passed by the caller (dlock_try_as) ------------------- */
+
+struct as_call {
+  dlock_lock *l;
+  uint64_t holder;
+  int release; /* 0 try, 1 release */
+  int rc;
+};
+
+static void *as_thread(void *p) {
+  struct as_call *a = p;
+  a->rc = a->release ? dlock_release_as(a->l, a->holder, NULL) : dlock_try_as(a->l, a->holder, 0, NULL);
+  return NULL;
+}
+
+static int as_on_new_thread(dlock_lock *l, uint64_t holder, int release) {
+  struct as_call a = {l, holder, release, 99};
+  pthread_t t;
+  pthread_create(&t, NULL, as_thread, &a);
+  pthread_join(t, NULL);
+  return a.rc;
+}
+
+static void test_holder_ids(dlock_client *c) {
+  char k[128];
+  dlock_error err;
+  for (int m = 0; m < 2; ++m) {
+    const char *mode = m ? "row" : "lease";
+    key(k, sizeof k, m ? "as-row" : "as-lease");
+    dlock_lock *l = lock_with(c, k, (const char *const[]){"mode", mode, NULL});
+    if (l == NULL) return;
+    /* Holder 42 on one OS thread, then on another: the same holder. */
+    CHECK(as_on_new_thread(l, 42, 0) == DLOCK_OK, "%s: try_as(42)", mode);
+    CHECK(as_on_new_thread(l, 42, 0) == DLOCK_OK, "%s: try_as(42) from another OS thread", mode);
+    CHECK(dlock_hold_count(l) == 2, "%s: hold count %d", mode, dlock_hold_count(l));
+    /* Other holders are kept out: another id, and a plain OS-thread call. */
+    CHECK(dlock_try_as(l, 7, 0, &err) == DLOCK_BUSY, "%s: holder 7 got in", mode);
+    CHECK(dlock_try(l, 0, &err) == DLOCK_BUSY, "%s: the OS thread got in", mode);
+    CHECK(dlock_release_as(l, 7, &err) == DLOCK_E_STATE, "%s: holder 7 released", mode);
+    CHECK(dlock_release(l, &err) == DLOCK_E_STATE, "%s: the OS thread released", mode);
+    CHECK(as_on_new_thread(l, 42, 1) == DLOCK_OK, "%s: release_as(42)", mode);
+    CHECK(dlock_held(l) == 1 && dlock_hold_count(l) == 1, "%s: inner release let go", mode);
+    CHECK(dlock_release_as(l, 42, &err) == DLOCK_OK, "%s: last release_as: %s", mode, err.message);
+    CHECK(dlock_held(l) == 0, "%s: still held", mode);
+    CHECK(dlock_try_as(l, 7, 0, &err) == DLOCK_OK, "%s: holder 7 after release: %s", mode, err.message);
+    CHECK(dlock_release_as(l, 7, &err) == DLOCK_OK, "%s: release_as(7)", mode);
+    CHECK(dlock_try_as(NULL, 1, 0, &err) == DLOCK_E_INVALID, "NULL lock");
+    CHECK(dlock_release_as(NULL, 1, &err) == DLOCK_E_INVALID, "NULL lock");
+    dlock_close(l);
+  }
+}
+
 static int selected(const char *name) {
   const char *only = getenv("CONC_TEST_ONLY");
   if (only == NULL || only[0] == '\0') return 1;
@@ -673,6 +725,7 @@ int main(void) {
   RUN("owner_lease", test_owner_copy(c, "lease"));
   RUN("owner_row", test_owner_copy(c, "row"));
   RUN("txn_enders", test_txn_enders(c));
+  RUN("holder_ids", test_holder_ids(c));
   RUN("cancel_lease", test_cancel_race("lease"));
   RUN("cancel_row", test_cancel_race("row"));
   if (dlock_test_server_is_ours()) {

@@ -216,6 +216,17 @@ DLOCK_EXPORT void dlock_close(dlock_lock *lock);
  * race with the cancel is given back before it returns. */
 DLOCK_EXPORT int dlock_try(dlock_lock *lock, int64_t wait_ms, dlock_error *err);
 
+/* dlock_try and dlock_release on behalf of a holder id chosen by the caller
+ * instead of the calling OS thread, for holder=thread locks (with
+ * holder=lock the object is the holder and the id is ignored). For bindings
+ * whose threads are not OS threads: Java passes the Java thread's id, so
+ * that a virtual thread that moves between carrier threads stays the same
+ * holder. Ids only compare with ids: a plain dlock_try (the OS thread) and a
+ * dlock_try_as are different holders. Since 1.1. */
+DLOCK_EXPORT int dlock_try_as(dlock_lock *lock, uint64_t holder, int64_t wait_ms,
+                              dlock_error *err);
+DLOCK_EXPORT int dlock_release_as(dlock_lock *lock, uint64_t holder, dlock_error *err);
+
 /* Extends a held lease by its ttl, from the database's clock.
  * DLOCK_OK, or DLOCK_E_LOST (expired by the database clock or taken: the
  * object's state becomes LOST). For a row lock: checks that the lock's

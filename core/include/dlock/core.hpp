@@ -146,6 +146,11 @@ class Lock {
 
   LockState state() const;
   bool held() const { return state() == LockState::kHeld; }
+  // Try/Release on behalf of a holder id instead of the calling OS thread
+  // (holder=thread locks; ignored with holder=lock): for bindings whose
+  // threads move between OS threads (Java virtual threads).
+  Status TryAs(uint64_t holder, int64_t wait_ms);
+  Status ReleaseAs(uint64_t holder);
   std::string owner() const;
   const char* owner_cstr() const;  // valid until the next Try
   // Copies the owner id into buf (cut at cap - 1, NUL-terminated); returns
