@@ -228,7 +228,7 @@ Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
     }
     if (s.ok()) s = conn->Query("COMMIT");
     if (!s.ok()) {
-      if (!conn->broken()) conn->Query("ROLLBACK");
+      if (!conn->broken()) (void)conn->Query("ROLLBACK");
       if (s.server_errno() == ER_LOCK_DEADLOCK) {  // an acquirer raced us: again
         JitterSleep(std::min(batch, 5));
         s = Status::OK();
@@ -245,7 +245,7 @@ Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
   }
   conn.Reset();
   bool released = false, ours = false;
-  LeaseRelease(kGuard, owner, nullptr, &released, &ours);
+  (void)LeaseRelease(kGuard, owner, nullptr, &released, &ours);
   counters_.cleanup_runs.fetch_add(1);
   counters_.cleanup_deleted.fetch_add(*deleted);
   if (*deleted > 0) {

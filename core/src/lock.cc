@@ -154,7 +154,7 @@ LockImpl::~LockImpl() {
   }
   if (held) {
     if (opts_.mode == LockMode::kRow) {
-      RowEnd("ROLLBACK");  // unfinished business is not committed
+      (void)RowEnd("ROLLBACK");  // unfinished business is not committed
     } else {
       if (txn_open_) (void)CommitOrRollbackTxn("ROLLBACK");
       Status ignored;
@@ -546,7 +546,7 @@ Status LockImpl::GetWakeName(Conn& conn, Clock::time_point until, uint64_t cance
 void LockImpl::DropWakeName() {
   if (has_wake_name_ && own_conn_ && !own_conn_->broken()) {
     ExecResult r;
-    own_conn_->Exec(c_->lease_sql().release_name, {Param::Bytes(wake_name_)}, &r);
+    (void)own_conn_->Exec(c_->lease_sql().release_name, {Param::Bytes(wake_name_)}, &r);
   }
   has_wake_name_ = false;
   if (!txn_open_) own_conn_.Reset();
@@ -709,7 +709,7 @@ Status LockImpl::RowAcquire(Clock::time_point deadline, uint64_t cancel_seen, ui
       if (s.ok()) {
         if (r.rows.size() == 1) {
           if (Cancelled(cancel_seen)) {
-            conn->Query("ROLLBACK");
+            (void)conn->Query("ROLLBACK");
             return CancelledStatus(Name());
           }
           *fence = 0;  // a row lock is its transaction: no token (see dlock.h)
@@ -722,16 +722,16 @@ Status LockImpl::RowAcquire(Clock::time_point deadline, uint64_t cancel_seen, ui
       }
       unsigned err = static_cast<unsigned>(s.server_errno());
       if (Cancelled(cancel_seen)) {
-        if (!conn->broken()) conn->Query("ROLLBACK");
+        if (!conn->broken()) (void)conn->Query("ROLLBACK");
         return CancelledStatus(Name());
       }
       if (err == ER_LOCK_WAIT_TIMEOUT || err == ER_STATEMENT_TIMEOUT || err == ER_QUERY_INTERRUPTED) {
         if (Clock::now() < deadline) continue;  // next slice
-        conn->Query("ROLLBACK");
+        (void)conn->Query("ROLLBACK");
         return busy();
       }
       if (err == ER_LOCK_DEADLOCK) break;  // rolled back by the server: start again
-      if (!conn->broken()) conn->Query("ROLLBACK");
+      if (!conn->broken()) (void)conn->Query("ROLLBACK");
       return s;
     }
     // A missing row (the UPDATE matched nothing and may have locked a gap) or
@@ -837,7 +837,7 @@ Status LockImpl::LeaseReleaseDb(Status* business, bool* freed) {
                            business->server_errno());
     } else {
       *business = s;
-      CommitOrRollbackTxn("ROLLBACK");
+      (void)CommitOrRollbackTxn("ROLLBACK");
       if (!business->ok() && business->code() != Code::kUnknown)
         *business = Status(business->code(), "the transaction was rolled back: " + s.message(),
                            s.server_errno());
@@ -1103,7 +1103,7 @@ Status LockImpl::RowEnd(const char* how) {
   if (!row_conn_) return Status::Lost("the lock's connection is gone");
   Status s = row_conn_->Query(how);
   const bool broken = row_conn_->broken();
-  if (!s.ok() && !broken) row_conn_->Query("ROLLBACK");  // the session lives: make sure it ends
+  if (!s.ok() && !broken) (void)row_conn_->Query("ROLLBACK");  // the session lives: make sure it ends
   row_conn_.Reset();
   if (s.ok()) return s;
   std::lock_guard<std::mutex> g(st_mu_);

@@ -129,8 +129,8 @@ TEST_CASE("a holder stopped with SIGSTOP past its lease loses it, and learns so 
     dlock::Config none;
     if (!dlock::Client::Open(dlock_test_url(), none, &c).ok()) _exit(10);
     dlock::Config cfg;
-    cfg.Set("ttl_ms", "1000");
-    cfg.Set("auto_renew", "1");
+    (void)cfg.Set("ttl_ms", "1000");
+    (void)cfg.Set("auto_renew", "1");
     std::unique_ptr<dlock::Lock> l;
     if (!dlock::Lock::Open(c, key, cfg, &l).ok() || !l->Try(0).ok()) _exit(11);
     uint64_t token = l->token();
@@ -182,7 +182,7 @@ TEST_CASE("a holder killed with SIGKILL: its lease is taken over after its ttl, 
     dlock::Config none;
     if (!dlock::Client::Open(dlock_test_url(), none, &c).ok()) _exit(10);
     dlock::Config cfg;
-    cfg.Set("ttl_ms", "2000");
+    (void)cfg.Set("ttl_ms", "2000");
     std::unique_ptr<dlock::Lock> l;
     if (!dlock::Lock::Open(c, key, cfg, &l).ok() || !l->Try(0).ok()) _exit(11);
     char ok = 'y';

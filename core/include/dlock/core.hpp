@@ -33,7 +33,7 @@ enum class Code : int {
 
 const char* CodeName(int code);
 
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(Code code, std::string message, int server_errno = 0)
