@@ -60,7 +60,9 @@ int main(int argc, char** argv) {
   app.fallthrough();
   app.footer(ExitCodeHelp());
   std::string url;
-  app.add_option("--url", url, "database URL (default: $DLOCK_URL)")->envname("DLOCK_URL");
+  app.add_option("--url", url, "database URL (default: $DLOCK_URL)")
+      ->envname("DLOCK_URL")
+      ->type_name("URL");
 
   RunArgs ra;
   std::string ttl = "30s", wait = "0", max_hold = "5m", grace = "10s";
@@ -71,18 +73,28 @@ int main(int argc, char** argv) {
   run->add_option("KEY", ra.key, "lock name (bytes, at most 512)")->required();
   run->add_option("CMD", cmd_positional, "command and its arguments (put them after --)");
   run->add_option("--ttl", ttl, "lease time, renewed every ttl/3 while CMD runs (lease mode)")
+      ->type_name("DURATION")
       ->capture_default_str();
-  run->add_option("--wait", wait, "how long to wait for the lock; 0 = one try")->capture_default_str();
+  run->add_option("--wait", wait, "how long to wait for the lock; 0 = one try")
+      ->type_name("DURATION")
+      ->capture_default_str();
   run->add_option("--max-hold", max_hold, "stop CMD after holding the lock this long; 0 = no limit")
+      ->type_name("DURATION")
       ->capture_default_str();
   run->add_option("--grace", grace, "time between SIGTERM and SIGKILL when CMD must stop")
+      ->type_name("DURATION")
       ->capture_default_str();
-  run->add_option("--mode", ra.mode, "lease (default; fencing token, survives no connection) or row "
-                                     "(SELECT ... FOR UPDATE held by a transaction)")
+  run->add_option("--mode", ra.mode, "lease: a renewed lease with a fencing token; row: SELECT ... "
+                                     "FOR UPDATE in a transaction kept open while CMD runs")
       ->check(CLI::IsMember({"lease", "row"}))
+      ->type_name("MODE")
       ->capture_default_str();
   run->add_flag("-v,--verbose", ra.verbose, "report acquire and release on stderr");
-  run->footer("Example: dlock run job:nightly --ttl 30s --wait 0 -- /usr/local/bin/nightly --full");
+  run->footer(
+      "Durations: 30, 0.5, 500ms, 30s, 5m, 1h. CMD gets DLOCK_KEY, DLOCK_OWNER, DLOCK_TOKEN.\n"
+      "Exit: CMD's status; 75 busy; 79 lost or max hold (CMD got SIGTERM, SIGKILL after --grace);\n"
+      "69 lock not tried (URL, server); 2 usage; 126/127 CMD not executable/not found.\n"
+      "Example: dlock run job:nightly --ttl 30s --wait 0 -- /usr/local/bin/nightly --full\n");
 
   std::string prefix;
   bool json = false;
@@ -107,6 +119,7 @@ int main(int argc, char** argv) {
   CLI::App* cleanup = app.add_subcommand("cleanup", "One cleanup pass: delete leases expired longer "
                                                     "than --grace ago; prints how many.");
   cleanup->add_option("--grace", cleanup_grace, "keep leases expired less than this long ago")
+      ->type_name("DURATION")
       ->capture_default_str();
 
   CLI::App* doctor = app.add_subcommand(

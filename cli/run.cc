@@ -271,6 +271,12 @@ int CmdRun(const RunArgs& a) {
   for (;;) {
     pid_t r = waitpid(child, &status, WNOHANG);
     if (r == child) break;
+    if (r < 0 && errno != EINTR) {  // never expected: the child is ours alone
+      std::fprintf(stderr, "dlock: waitpid: %s\n", std::strerror(errno));
+      kill(child, SIGKILL);
+      status = W_EXITCODE(kExitInternal, 0);
+      break;
+    }
     auto now = Steady::now();
     auto start_stopping = [&](Stop why, const std::string& text) {
       reason = why;

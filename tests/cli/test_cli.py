@@ -299,6 +299,7 @@ class CliTest(unittest.TestCase):
             ["frobnicate"],
             ["list", "--no-such-option"],
             ["release", self.key],
+            ["run", "k" * 513, "--", "true"],
             [],
         ]
         for args in cases:
