@@ -147,6 +147,9 @@ int CmdRun(const RunArgs& a) {
   if (!s.ok()) return Fail(s.code() == dlock::Code::kInvalid ? kExitUsage : kExitUnavailable, s.message());
 
   // ---- acquire, on a thread of its own so that signals are answered ----
+  if (a.verbose)
+    std::fprintf(stderr, "dlock: trying '%s' (waiting up to %s)\n", a.key.c_str(),
+                 FormatDuration(a.wait_ms).c_str());
   const auto t_start = Steady::now();
   std::atomic<bool> acquired_done{false};
   dlock::Status acq;

@@ -139,6 +139,17 @@ class CliTest(unittest.TestCase):
         p.send_signal(signal.SIGTERM)
         self.assertEqual(waiter.wait(timeout=20), 0, waiter.stderr.read())
 
+    def test_signal_while_waiting_stops_the_wait(self):
+        self.hold()
+        waiter = start("run", self.key, "-v", "--wait", "60s", "--", "true")
+        self.procs.append(waiter)
+        # -v says "trying" once its signals are in hand.
+        self.assertIn("trying", waiter.stderr.readline())
+        t = time.monotonic()
+        waiter.send_signal(signal.SIGTERM)
+        self.assertEqual(waiter.wait(timeout=5), 128 + signal.SIGTERM, waiter.stderr.read())
+        self.assertLess(time.monotonic() - t, 2)
+
     def test_exit_status_passes_through(self):
         self.assertEqual(dlock("run", self.key, "--", "sh", "-c", "exit 42").returncode, 42)
         self.assertEqual(dlock("run", self.key, "--", "true").returncode, 0)
@@ -275,6 +286,56 @@ class CliTest(unittest.TestCase):
         r = dlock("init", "--print-sql", "--url", URL.split("?")[0] + "?table=jobs_lock")
         self.assertIn("`jobs_lock`", r.stdout)
         self.assertIn("`jobs_lock_fence`", r.stdout)
+
+    def test_cleanup_removes_freed_rows_and_tokens_keep_growing(self):
+        first = dlock("run", self.key, "--", "sh", "-c", "echo $DLOCK_TOKEN")
+        self.assertEqual(first.returncode, 0, first.stderr)
+        r = dlock("cleanup", "--grace", "0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        removed = int(re.match(r"^removed (\d+) expired lease rows", r.stdout).group(1))
+        self.assertGreaterEqual(removed, 1, r.stdout)
+        again = dlock("run", self.key, "--", "sh", "-c", "echo $DLOCK_TOKEN")
+        self.assertGreater(int(again.stdout), int(first.stdout))
+
+    def test_missing_tables(self):
+        url = URL.split("?")[0] + "?table=dlock_cli_absent&row_table=dlock_cli_absent_row"
+        r = dlock("list", "--json", "--url", url)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout), [])
+        self.assertIn("dlock init", r.stderr)
+        r = dlock("doctor", "--url", url)
+        self.assertEqual(r.returncode, 0, r.stdout)
+        self.assertRegex(r.stdout, r"(?m)^WARN +schema +table dlock_cli_absent does not exist")
+
+    def test_doctor_names_missing_privileges(self):
+        from urllib.parse import urlsplit
+        u = urlsplit(URL)
+        db = u.path.lstrip("/")
+        admin = ["mariadb", "--no-defaults", "-h", u.hostname, "-P", str(u.port or 3306),
+                 "-u", u.username or "root", db]
+        if u.password:
+            admin.append(f"-p{u.password}")
+        user = "dlockcli_" + uuid.uuid4().hex[:8]
+        try:
+            r = subprocess.run(admin + ["-e", f"CREATE USER '{user}'@'%' IDENTIFIED BY 'pw-{user}'; "
+                                              f"GRANT SELECT ON `{db}`.* TO '{user}'@'%'"],
+                               capture_output=True, text=True, timeout=30)
+        except FileNotFoundError:
+            self.skipTest("no mariadb client")
+        if r.returncode != 0:
+            self.skipTest("cannot create a user here: " + r.stderr.strip())
+        try:
+            url = f"mysql://{user}@{u.hostname}:{u.port or 3306}/{db}"
+            # The password from DLOCK_PASSWORD, not the URL.
+            r = dlock("doctor", environ=env(DLOCK_URL=url, DLOCK_PASSWORD=f"pw-{user}"))
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertRegex(r.stdout, r"(?m)^OK +connect ")
+            self.assertRegex(r.stdout, r"(?m)^FAIL +grants +missing INSERT on distributed_lock")
+            r = dlock("doctor", environ=env(DLOCK_URL=url, DLOCK_PASSWORD="wrong"))
+            self.assertEqual(r.returncode, 1)
+            self.assertRegex(r.stdout, r"(?m)^FAIL +connect ")
+        finally:
+            subprocess.run(admin + ["-e", f"DROP USER '{user}'@'%'"], capture_output=True, timeout=30)
 
     def test_cleanup_and_doctor(self):
         r = dlock("cleanup", "--grace", "0")
