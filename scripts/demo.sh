@@ -68,6 +68,7 @@ else
   say "$host" "got the lock: token $DLOCK_TOKEN, running the job"
 fi
 echo "$DLOCK_TOKEN" >>"$STATE/runs-$host"
+echo "${EPOCHREALTIME/./}" >"$STATE/start-$DLOCK_TOKEN"
 sleep 1.2
 last=$(cat "$STATE/report" 2>/dev/null || echo 0)
 if [ "$DLOCK_TOKEN" -gt "$last" ]; then
@@ -76,6 +77,7 @@ if [ "$DLOCK_TOKEN" -gt "$last" ]; then
 else
   say "$host" "done: report REFUSED token $DLOCK_TOKEN (it has $last)"
 fi
+echo "${EPOCHREALTIME/./}" >"$STATE/end-$DLOCK_TOKEN"
 rm -f "$STATE/holder"
 JOB
 chmod +x "$STATE/job.sh"
@@ -118,7 +120,7 @@ echo "Three hosts run the same job every second, each through"
 echo "    dlock run $KEY --ttl $TTL --wait 0 -- job.sh"
 echo "The job takes 1.2 s; whoever gets the lock runs it, the others skip the round."
 echo
-echo "  time  host    event"
+echo "   time  host    event"
 i=0
 for h in "${hosts[@]}"; do
   sleep "0.$((i * 3))"
@@ -137,6 +139,7 @@ disown "$victim_pid"  # no "Killed" notice from the shell
 kill -KILL "$victim_pid" "$victim_dlock" 2>/dev/null || true
 unset "worker_pid[$victim]"
 echo "$victim ${EPOCHREALTIME/./}" >"$STATE/crash"
+cp "$STATE/crash" "$STATE/crashed"
 rm -f "$STATE/holder"
 say "$victim" "CRASHES (SIGKILL) in the middle of its job, holding token $victim_token"
 say "" "its lease stays until it expires; dlock list now:"
@@ -164,6 +167,19 @@ done
 all=$(cat "$STATE"/runs-* | sort -n | tr '\n' ' ')
 echo "  every token, in order: $all— one holder at a time, and the token only grows."
 echo "  the report was last written with token $(cat "$STATE/report")."
+# Check what the timeline claims: no two runs overlapped in time (the
+# crashed run ends when its host died).
+read -r _ crashed_at <"$STATE/crashed"
+overlaps=$(for t in $(cat "$STATE"/runs-* | sort -n); do
+             end=$(cat "$STATE/end-$t" 2>/dev/null || echo "$crashed_at")
+             echo "$(cat "$STATE/start-$t") $end $t"
+           done | sort -n | awk 'NR > 1 && $1 < prev_end { n++ } { prev_end = $2 } END { print n + 0 }')
+if [ "$overlaps" = 0 ]; then
+  echo "  checked: no two runs overlapped in time."
+else
+  echo "  ERROR: $overlaps runs overlapped" >&2
+  exit 1
+fi
 echo
 echo "dlock list (at $list_at, while the last job ran):"
 echo "$list" | sed 's/^/  /'
