@@ -201,6 +201,11 @@ int CmdRun(const RunArgs& a) {
   for (auto& x : args) argv.push_back(x.data());
   argv.push_back(nullptr);
 
+  // Unattended (cron, a service, a script in the background), CMD gets a
+  // process group of its own, so that stopping it reaches whatever it
+  // started too. In the foreground of a terminal it stays in ours, so that it
+  // keeps the terminal and Ctrl-C reaches it directly.
+  const bool interactive = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
   int ep[2];
   if (pipe2(ep, O_CLOEXEC) != 0) {
     (void)lock->Release();
@@ -211,6 +216,7 @@ int CmdRun(const RunArgs& a) {
     // Dies with dlock: a command must not outlive the lock it runs under.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != self) _exit(kExitInternal);
+    if (!interactive) setpgid(0, 0);
     close(ep[0]);
     sigprocmask(SIG_SETMASK, &orig, nullptr);
     execve(path.c_str(), argv.data(), envp.data());
@@ -220,6 +226,8 @@ int CmdRun(const RunArgs& a) {
     _exit(e == ENOENT ? kExitNotFound : kExitNotExec);
   }
   close(ep[1]);
+  if (child > 0 && !interactive) setpgid(child, child);  // as the child does: whoever runs first
+  const pid_t target = interactive ? child : -child;    // what signals are sent to
   if (child < 0) {
     int e = errno;
     close(ep[0]);
@@ -287,7 +295,7 @@ int CmdRun(const RunArgs& a) {
       kill_at = now + std::chrono::milliseconds(a.grace_ms);
       std::fprintf(stderr, "dlock: %s; stopping the command (SIGTERM, SIGKILL after %s)\n",
                    text.c_str(), FormatDuration(a.grace_ms).c_str());
-      kill(child, SIGTERM);
+      kill(target, SIGTERM);
     };
     if (!terminating && w.lost) {
       std::string why;
@@ -303,7 +311,7 @@ int CmdRun(const RunArgs& a) {
     if (terminating && !killed && now >= kill_at) {
       std::fprintf(stderr, "dlock: the command did not stop within %s; SIGKILL\n",
                    FormatDuration(a.grace_ms).c_str());
-      kill(child, SIGKILL);
+      kill(target, SIGKILL);
       killed = true;
     }
     int64_t timeout = 1000;
@@ -315,11 +323,12 @@ int CmdRun(const RunArgs& a) {
           timeout, std::chrono::duration_cast<std::chrono::milliseconds>(kill_at - now).count() + 1);
     siginfo_t si;
     int sig = wait_signal(timeout, &si);
-    // A signal from the terminal (Ctrl-C) already reached the command, which
-    // shares our process group; pass on only what was sent to us alone.
-    if (sig > 0 && IsForwarded(sig) && si.si_code != SI_KERNEL) {
+    // A signal from the terminal (Ctrl-C) already reached an interactive
+    // command, which shares our process group: pass on only what was sent
+    // to us alone.
+    if (sig > 0 && IsForwarded(sig) && !(interactive && si.si_code == SI_KERNEL)) {
       if (a.verbose) std::fprintf(stderr, "dlock: passing %s to the command\n", SigName(sig).c_str());
-      kill(child, sig);
+      kill(target, sig);
     }
   }
 

@@ -238,6 +238,14 @@ class CliTest(unittest.TestCase):
         self.assertIn("max-hold", r.stderr)
         self.assertLess(time.monotonic() - t, 10)
 
+    def test_stopping_reaches_what_the_command_started(self):
+        pidfile = self.path("bg")
+        script = 'sleep 60 & echo $! > "$1.tmp"; mv "$1.tmp" "$1"; wait'
+        r = dlock("run", self.key, "--max-hold", "1s", "--", "sh", "-c", script, "sh", pidfile)
+        self.assertEqual(r.returncode, 79, r.stderr)
+        bg = int(read(pidfile))
+        poll(lambda: not alive(bg), 5, "the command's background child to be stopped")
+
     def test_grace_then_sigkill(self):
         ready = self.path("ready")
         script = 'trap "" TERM; touch "$1"; while :; do sleep 0.05; done'
