@@ -238,6 +238,42 @@ class CliTest(unittest.TestCase):
         self.assertIn("max-hold", r.stderr)
         self.assertLess(time.monotonic() - t, 10)
 
+    def test_ctrl_c_on_a_terminal_reaches_the_command_once(self):
+        import pty
+        import select
+        script = "trap 'echo GOT-INT; exit 7' INT; echo READY; while :; do sleep 0.05; done"
+        pid, fd = pty.fork()
+        if pid == 0:
+            try:
+                os.execve(DLOCK, [DLOCK, "run", self.key, "-v", "--", "sh", "-c", script], env())
+            finally:
+                os._exit(127)
+        out = b""
+
+        def read_until(pred, timeout):
+            nonlocal out
+            deadline = time.monotonic() + timeout
+            while not pred() and time.monotonic() < deadline:
+                if select.select([fd], [], [], 0.1)[0]:
+                    try:
+                        data = os.read(fd, 4096)
+                    except OSError:  # EIO: the terminal's last writer is gone
+                        return
+                    if not data:
+                        return
+                    out += data
+        try:
+            read_until(lambda: b"READY" in out, 10)
+            self.assertIn(b"READY", out)
+            os.write(fd, b"\x03")  # Ctrl-C: the terminal signals its foreground group
+            read_until(lambda: b"released" in out, 10)
+            _, status = os.waitpid(pid, 0)
+        finally:
+            os.close(fd)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 7, out)
+        self.assertEqual(out.count(b"GOT-INT"), 1, out)
+        self.assertNotIn(b"passing", out)
+
     def test_stopping_reaches_what_the_command_started(self):
         pidfile = self.path("bg")
         script = 'sleep 60 & echo $! > "$1.tmp"; mv "$1.tmp" "$1"; wait'
