@@ -286,24 +286,14 @@ Status ClientImpl::CheckColumns(Conn& conn, const std::string& table,
   return Status::OK();
 }
 
-Status ClientImpl::InitSchema(Conn& conn) {
-  const std::string t = opts_.table, f = opts_.table + "_fence", r = opts_.row_table;
-  const std::vector<std::pair<std::string, std::string>> lease_cols = {
-      {"lock_key", "varbinary("}, {"owner", "varbinary("}, {"expire_time", "datetime(6)"},
-      {"create_time", "datetime(6)"}, {"fence", "bigint"}};
-  const std::vector<std::pair<std::string, std::string>> fence_cols = {{"id", "tinyint"},
-                                                                       {"fence_floor", "bigint"}};
-  const std::vector<std::pair<std::string, std::string>> row_cols = {
-      {"lock_name", "varbinary("}, {"updated_time", "datetime(6)"}};
-  struct Table {
-    const std::string& name;
-    const std::vector<std::pair<std::string, std::string>>& cols;
-    std::string ddl;
-  };
+std::vector<SchemaTable> SchemaTables(const ClientOptions& opts) {
+  const std::string t = opts.table, f = opts.table + "_fence", r = opts.row_table;
   // Every column is binary or numeric: the server's default character set
   // and collation cannot change what a key means (B2).
-  const Table tables[] = {
-      {t, lease_cols,
+  return {
+      {t,
+       {{"lock_key", "varbinary("}, {"owner", "varbinary("}, {"expire_time", "datetime(6)"},
+        {"create_time", "datetime(6)"}, {"fence", "bigint"}},
        "CREATE TABLE IF NOT EXISTS " + Quote(t) +
            " (lock_key VARBINARY(512) NOT NULL COMMENT 'lock name, compared byte for byte',"
            " owner VARBINARY(255) NOT NULL COMMENT 'host:pid:uuid of the holder; empty = free',"
@@ -312,18 +302,27 @@ Status ClientImpl::InitSchema(Conn& conn) {
            " fence BIGINT UNSIGNED NOT NULL COMMENT 'fencing token: grows with every acquisition',"
            " PRIMARY KEY (lock_key), KEY idx_expire_time (expire_time))"
            " ENGINE=InnoDB COMMENT='dlock lease locks'"},
-      {f, fence_cols,
+      {f,
+       {{"id", "tinyint"}, {"fence_floor", "bigint"}},
        "CREATE TABLE IF NOT EXISTS " + Quote(f) +
            " (id TINYINT UNSIGNED NOT NULL PRIMARY KEY,"
            " fence_floor BIGINT UNSIGNED NOT NULL COMMENT 'highest token of any deleted lease row')"
            " ENGINE=InnoDB COMMENT='dlock: fencing floor kept across cleanup'"},
-      {r, row_cols,
+      {r,
+       {{"lock_name", "varbinary("}, {"updated_time", "datetime(6)"}},
        "CREATE TABLE IF NOT EXISTS " + Quote(r) +
            " (lock_name VARBINARY(512) NOT NULL COMMENT 'lock name, compared byte for byte',"
            " updated_time DATETIME(6) NULL COMMENT 'UTC, when the row was created',"
            " PRIMARY KEY (lock_name)) ENGINE=InnoDB COMMENT='dlock row locks (SELECT ... FOR UPDATE)'"},
   };
-  for (const Table& tb : tables) {
+}
+
+std::string SchemaSeedSql(const ClientOptions& opts) {
+  return "INSERT IGNORE INTO " + Quote(opts.table + "_fence") + " (id, fence_floor) VALUES (1, 0)";
+}
+
+Status ClientImpl::InitSchema(Conn& conn) {
+  for (const SchemaTable& tb : SchemaTables(opts_)) {
     Status s = CheckColumns(conn, tb.name, tb.cols);
     if (s.code() == Code::kState) {  // missing: create it
       s = conn.Query(tb.ddl);
@@ -332,7 +331,7 @@ Status ClientImpl::InitSchema(Conn& conn) {
     }
     if (!s.ok()) return s;
   }
-  return conn.Query("INSERT IGNORE INTO " + Quote(f) + " (id, fence_floor) VALUES (1, 0)");
+  return conn.Query(SchemaSeedSql(opts_));
 }
 
 std::string ClientImpl::NewOwner() {

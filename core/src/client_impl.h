@@ -54,6 +54,19 @@ struct LeaseAttempt {
   Clock::time_point sent_at{};  // when the winning statement was sent
 };
 
+// The lock tables: name, the column types dlock checks (type prefixes, as
+// information_schema spells them) and the DDL that creates the table. The
+// single source for the client's own schema setup and for `dlock init
+// --print-sql` / `dlock doctor`.
+struct SchemaTable {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> cols;
+  std::string ddl;
+};
+std::vector<SchemaTable> SchemaTables(const ClientOptions& opts);
+// Seeds the fencing-floor row (idempotent).
+std::string SchemaSeedSql(const ClientOptions& opts);
+
 class ClientImpl {
  public:
   static Status Open(const std::string& url, const Config& cfg, std::unique_ptr<ClientImpl>* out);
