@@ -142,11 +142,11 @@ int CmdRelease(const std::string& url, const std::string& key) {
                        " WHERE lock_key = ? FOR UPDATE",
                    {Param::Bytes(key)}, &r, false);
   if (!s.ok()) {
-    if (!conn->broken()) conn->Query("ROLLBACK");
+    if (!conn->broken()) (void)conn->Query("ROLLBACK");
     return Fail(kExitUnavailable, s.message());
   }
   if (r.rows.empty() || r.rows[0][0].value_or("").empty() || ToInt(r.rows[0][3]) < 0) {
-    conn->Query("ROLLBACK");
+    (void)conn->Query("ROLLBACK");
     std::printf("'%s' is not held; nothing removed\n", dlock::QuoteKey(key).c_str());
     return kExitFailed;
   }
@@ -158,7 +158,7 @@ int CmdRelease(const std::string& url, const std::string& key) {
                  {Param::Bytes(key), Param::Bytes(owner)}, &r, false);
   if (s.ok()) s = conn->Query("COMMIT");
   if (!s.ok()) {
-    if (!conn->broken()) conn->Query("ROLLBACK");
+    if (!conn->broken()) (void)conn->Query("ROLLBACK");
     return Fail(kExitUnavailable, s.message());
   }
   std::printf("released '%s': owner %s, token %s, held for %s, %s left on its lease\n",
