@@ -137,19 +137,20 @@ LockImpl::~LockImpl() {
   // binding's finalizer, a shutdown path): refuse new calls, cancel the
   // waiting ones and wait until every call has left.
   {
-    std::unique_lock<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     closing_ = true;
   }
   for (;;) {
     Cancel();
-    std::unique_lock<std::mutex> g(st_mu_);
-    if (cv_.wait_for(g, kSlice, [&] { return calls_ == 0; })) break;
+    MutexLock g(st_mu_);
+    if (calls_ == 0) break;
+    cv_.wait_for(st_mu_, kSlice);
   }
   c_->renewer().Remove(this);
   std::lock_guard<std::mutex> op(op_mu_);
   bool held;
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     held = state_ == LockState::kHeld || (state_ == LockState::kLost && !released_);
   }
   if (held) {
@@ -183,7 +184,7 @@ Status LockImpl::CheckPid() const {
 class LockImpl::CallScope {
  public:
   explicit CallScope(LockImpl* l) : l_(l) {
-    std::lock_guard<std::mutex> g(l_->st_mu_);
+    MutexLock g(l_->st_mu_);
     if (l_->closing_) {
       refused_ = Status(Code::kCancelled, "lock " + l_->Name() + " is being closed");
     } else {
@@ -192,7 +193,7 @@ class LockImpl::CallScope {
   }
   ~CallScope() {
     if (!refused_.ok()) return;
-    std::lock_guard<std::mutex> g(l_->st_mu_);
+    MutexLock g(l_->st_mu_);
     if (--l_->calls_ == 0) l_->cv_.notify_all();
   }
   const Status& refused() const { return refused_; }
@@ -205,11 +206,11 @@ class LockImpl::CallScope {
 class LockImpl::RowUse {
  public:
   explicit RowUse(LockImpl* l) : l_(l) {
-    std::lock_guard<std::mutex> g(l_->st_mu_);
+    MutexLock g(l_->st_mu_);
     l_->row_busy_ = true;
   }
   ~RowUse() {
-    std::lock_guard<std::mutex> g(l_->st_mu_);
+    MutexLock g(l_->st_mu_);
     l_->row_busy_ = false;
     l_->row_watch_ = l_->row_conn_ && l_->state_ == LockState::kHeld ? &*l_->row_conn_ : nullptr;
   }
@@ -229,14 +230,14 @@ Status LockImpl::RefuseWhileAcquiringLocked(const char* what) const {
 }
 
 bool LockImpl::EnterServerWait(Conn& conn, uint64_t cancel_seen) {
-  std::lock_guard<std::mutex> g(wait_mu_);
+  MutexLock g(wait_mu_);
   if (Cancelled(cancel_seen)) return false;
   wait_conn_ = &conn;
   return true;
 }
 
 void LockImpl::LeaveServerWait() {
-  std::lock_guard<std::mutex> g(wait_mu_);
+  MutexLock g(wait_mu_);
   wait_conn_ = nullptr;
 }
 
@@ -309,22 +310,22 @@ void LockImpl::SetLostLocked(std::string why) {
 }
 
 LockState LockImpl::CurrentState() const {
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   return StateLocked();
 }
 
 std::string LockImpl::Owner() const {
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   return owner_;
 }
 
 const char* LockImpl::OwnerCstr() const {
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   return owner_.c_str();
 }
 
 size_t LockImpl::CopyOwner(char* buf, size_t cap) const {
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   if (buf != nullptr && cap > 0) {
     size_t n = std::min(owner_.size(), cap - 1);
     std::memcpy(buf, owner_.data(), n);
@@ -334,37 +335,37 @@ size_t LockImpl::CopyOwner(char* buf, size_t cap) const {
 }
 
 uint64_t LockImpl::Token() const {
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   return fence_;
 }
 
 int64_t LockImpl::RemainingMs() const {
   if (opts_.mode == LockMode::kRow) return -1;
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   if (state_ != LockState::kHeld) return 0;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
   return left > 0 ? left : 0;
 }
 
 int LockImpl::HoldCount() const {
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   return StateLocked() == LockState::kHeld ? count_ : 0;
 }
 
 void LockImpl::OnRenewed(const std::string& owner, Clock::time_point deadline) {
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   if (state_ == LockState::kHeld && owner_ == owner) deadline_ = deadline;
 }
 
 void LockImpl::OnLost(const std::string& owner, const std::string& why) {
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   if (state_ == LockState::kHeld && owner_ == owner) SetLostLocked(why);
 }
 
 void LockImpl::Cancel() {
   cancel_seq_.fetch_add(1);
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     cv_.notify_all();
   }
   c_->waiters().Notify(db_key_);
@@ -373,7 +374,7 @@ void LockImpl::Cancel() {
   // Under wait_mu_, so the waiter cannot have moved on to another statement
   // or given the connection back; and a waiter that had not started its
   // statement yet sees the cancel when it enters (EnterServerWait).
-  std::lock_guard<std::mutex> g(wait_mu_);
+  MutexLock g(wait_mu_);
   if (wait_conn_ != nullptr) wait_conn_->Abort();
 }
 
@@ -391,7 +392,7 @@ Status LockImpl::Try(int64_t wait_ms) {
   const uint64_t cancel_seen = cancel_seq_.load();
   Counters& k = c_->counters();
   {
-    std::unique_lock<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     for (;;) {
       if (Cancelled(cancel_seen)) return CancelledStatus(Name());
       LockState st = StateLocked();
@@ -412,7 +413,7 @@ Status LockImpl::Try(int64_t wait_ms) {
         k.busy.fetch_add(1);
         return Status::Busy("lock " + Name() + " is held by another thread through this lock object");
       }
-      cv_.wait_until(g, std::min(deadline, now + kSlice));
+      cv_.wait_until(st_mu_, std::min(deadline, now + kSlice));
     }
     acquiring_ = true;
   }
@@ -444,7 +445,7 @@ Status LockImpl::Try(int64_t wait_ms) {
   k.wait_ms.fetch_add(static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count()));
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     acquiring_ = false;
     if (s.ok()) {
       state_ = LockState::kHeld;
@@ -467,8 +468,8 @@ Status LockImpl::Try(int64_t wait_ms) {
   if (s.ok()) {
     k.acquisitions.fetch_add(1);
     if (opts_.mode == LockMode::kLease && opts_.auto_renew)
-      c_->renewer().Add(this, db_key_, owner, opts_.ttl_ms, opts_.max_hold_ms, acquired_at_,
-                        lease_deadline);
+      c_->renewer().Add(this, db_key_, owner, opts_.ttl_ms, opts_.max_hold_ms,
+                        lease_deadline - std::chrono::milliseconds(opts_.ttl_ms), lease_deadline);
   } else if (s.code() == Code::kBusy) {
     k.busy.fetch_add(1);
   }
@@ -478,7 +479,7 @@ Status LockImpl::Try(int64_t wait_ms) {
 void LockImpl::DropLostHold() {
   std::string owner;
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     // HELD here means a lease that ran out by our clock (Try only acquires
     // when the state is not HELD by the state machine's word).
     if (!(state_ == LockState::kHeld || (state_ == LockState::kLost && !released_))) return;
@@ -499,7 +500,7 @@ void LockImpl::DropLostHold() {
     (void)c_->LeaseRelease(db_key_, owner, own_conn_ ? &*own_conn_ : nullptr, &released, &ours);
     DropWakeName();
   }
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   if (state_ == LockState::kHeld) SetLostLocked("its lease ran out before it was renewed");
   released_ = true;
   row_watch_ = nullptr;
@@ -754,7 +755,7 @@ Status LockImpl::Renew() {
   std::string owner;
   Clock::time_point acquired_at;
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     if (Status s = RefuseWhileAcquiringLocked("renew"); !s.ok()) return s;
     LockState st = StateLocked();
     if (st == LockState::kIdle) return Status::StateError("lock " + Name() + " is not held");
@@ -767,7 +768,7 @@ Status LockImpl::Renew() {
     Status s = row_conn_->Ping();
     if (!s.ok()) {
       row_conn_.Reset();
-      std::lock_guard<std::mutex> g(st_mu_);
+      MutexLock g(st_mu_);
       SetLostLocked("the lock's connection died (the server rolled back and released the row lock)");
       c_->counters().lost.fetch_add(1);
       return Status(Code::kLost, "lock " + Name() + " was lost: " + lost_why_, s.server_errno());
@@ -792,7 +793,7 @@ Status LockImpl::Renew() {
     const std::string why = "the lease had expired by the database clock or another owner took it";
     c_->Raise(EventType::kLost, Severity::kCritical, key_, owner, Token(),
               "renew found the lease lost: " + why);
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     SetLostLocked(why);
     c_->counters().lost.fetch_add(1);
     return Status::Lost("lock " + Name() + " was lost: " + lost_why_);
@@ -800,7 +801,7 @@ Status LockImpl::Renew() {
   c_->counters().renewals.fetch_add(1);
   const auto deadline = sent + std::chrono::milliseconds(opts_.ttl_ms);
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     if (owner_ == owner && state_ == LockState::kHeld) deadline_ = deadline;
   }
   if (opts_.auto_renew) c_->renewer().Renewed(this, sent, deadline);
@@ -877,7 +878,7 @@ Status LockImpl::Release() {
   std::lock_guard<std::mutex> op(op_mu_);
   LockState st;
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     if (Status s = RefuseWhileAcquiringLocked("release"); !s.ok()) return s;
     st = StateLocked();
     if (state_ == LockState::kIdle) return Status::StateError("lock " + Name() + " is not held");
@@ -901,11 +902,12 @@ Status LockImpl::Release() {
         row_conn_->MarkBroken();
         row_conn_.Reset();
       }
+      MutexLock g(st_mu_);
       s = Status::Lost("lock " + Name() + " was lost: " + lost_why_);
     } else {
       s = RowEnd("COMMIT");
     }
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     if (s.ok()) state_ = LockState::kIdle;
     count_ = 0;
     released_ = true;
@@ -921,7 +923,7 @@ Status LockImpl::Release() {
       c_->counters().lost.fetch_add(1);
       s = Status(Code::kLost, "lock " + Name() + " was lost before release: " + s.message());
     }
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     // Never HELD after a release: the state says what is known.
     if (s.ok() || (freed && s.code() != Code::kLost && s.code() != Code::kUnknown)) {
       state_ = LockState::kIdle;  // the lease is free (the business part may have failed)
@@ -948,7 +950,7 @@ Status LockImpl::Rollback() {
   if (!call.refused().ok()) return call.refused();
   std::lock_guard<std::mutex> op(op_mu_);
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     if (Status s = RefuseWhileAcquiringLocked("rollback"); !s.ok()) return s;
   }
   if (opts_.mode == LockMode::kLease) {
@@ -956,7 +958,7 @@ Status LockImpl::Rollback() {
     return CommitOrRollbackTxn("ROLLBACK");  // the lease stays held
   }
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     LockState st = StateLocked();
     if (st == LockState::kIdle) return Status::StateError("lock " + Name() + " is not held");
     if (st == LockState::kLost) return Status::Lost("lock " + Name() + " was lost: " + lost_why_);
@@ -965,7 +967,7 @@ Status LockImpl::Rollback() {
   // A rollback ends the transaction, so it ends every reentrant hold too.
   Status s = RowEnd("ROLLBACK");
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     count_ = 0;
     if (s.ok()) state_ = LockState::kIdle;
     cv_.notify_all();
@@ -980,7 +982,7 @@ Status LockImpl::Begin() {
   if (!call.refused().ok()) return call.refused();
   std::lock_guard<std::mutex> op(op_mu_);
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     if (Status s = RefuseWhileAcquiringLocked("begin"); !s.ok()) return s;
     LockState st = StateLocked();
     if (st != LockState::kHeld)
@@ -1013,7 +1015,7 @@ Status LockImpl::Exec(const std::string& sql, const std::vector<const std::strin
                            "discards it)");
   std::lock_guard<std::mutex> op(op_mu_);
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     if (Status s = RefuseWhileAcquiringLocked("exec"); !s.ok()) return s;
     LockState st = StateLocked();
     if (st != LockState::kHeld)
@@ -1036,7 +1038,7 @@ Status LockImpl::Exec(const std::string& sql, const std::vector<const std::strin
   if (conn.broken()) {
     if (!row) return s;  // release finds out, and rolls the transaction back
     row_conn_.Reset();
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     SetLostLocked("the lock's connection died (the server rolled back and released the row lock)");
     c_->counters().lost.fetch_add(1);
     return Status(Code::kLost, "lock " + Name() + " was lost: " + lost_why_ + "; " + s.message(),
@@ -1062,7 +1064,7 @@ Status LockImpl::Exec(const std::string& sql, const std::vector<const std::strin
                     "is no longer tied to its release (begin again)", s.server_errno());
     }
     row_conn_.Reset();
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     SetLostLocked(why + ", which released the row lock");
     c_->counters().lost.fetch_add(1);
     return Status(Code::kLost, "lock " + Name() + " was lost: " + lost_why_, s.server_errno());
@@ -1081,7 +1083,7 @@ Status LockImpl::WaitLost(int64_t timeout_ms) {
     return Status::Invalid("timeout_ms must be 0.." + std::to_string(kMaxWaitMs));
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   const uint64_t cancel_seen = cancel_seq_.load();
-  std::unique_lock<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   for (;;) {
     LockState st = StateLocked();
     if (st == LockState::kLost) return Status::Lost("lock " + Name() + " was lost: " + LostWhyLocked());
@@ -1093,7 +1095,7 @@ Status LockImpl::WaitLost(int64_t timeout_ms) {
                                         std::to_string(timeout_ms) + " ms");
     auto until = std::min(deadline, now + kSlice);
     if (st == LockState::kHeld && opts_.mode == LockMode::kLease) until = std::min(until, deadline_);
-    cv_.wait_until(g, until);
+    cv_.wait_until(st_mu_, until);
   }
 }
 
@@ -1106,7 +1108,7 @@ Status LockImpl::RowEnd(const char* how) {
   if (!s.ok() && !broken) (void)row_conn_->Query("ROLLBACK");  // the session lives: make sure it ends
   row_conn_.Reset();
   if (s.ok()) return s;
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   c_->counters().lost.fetch_add(1);
   if (broken) {
     // Unknown only matters when the caller ran statements in the transaction.
