@@ -465,6 +465,15 @@ Status LockImpl::Try(int64_t wait_ms) {
     }
     cv_.notify_all();
   }
+  if (s.ok() && opts_.transaction && opts_.mode == LockMode::kLease) {
+    // Acquire + begin as one step: the caller never holds a lease whose
+    // transaction failed to open.
+    Status b = Begin();
+    if (!b.ok()) {
+      (void)Release();
+      return b;
+    }
+  }
   if (s.ok()) {
     k.acquisitions.fetch_add(1);
     if (opts_.mode == LockMode::kLease && opts_.auto_renew)

@@ -409,6 +409,19 @@ static void test_txn_enders(dlock_client *c) {
   CHECK(dlock_held(ls) == 1, "the lease must stay held");
   CHECK(dlock_release(ls, &err) == DLOCK_OK, "lease release: %s", err.message);
   dlock_close(ls);
+
+  /* transaction=1: acquire and begin as one step; release commits both. */
+  admin_sql("CREATE TABLE IF NOT EXISTS test.conc_biz (id INT PRIMARY KEY, v INT)");
+  dlock_lock *lt = lock_with(c, key(k, sizeof k, "txn-opt"), (const char *const[]){"transaction", "1", NULL});
+  if (lt != NULL) {
+    CHECK(dlock_try(lt, 0, &err) == DLOCK_OK, "try: %s", err.message);
+    rc = dlock_exec(lt, "INSERT INTO conc_biz VALUES (?, 7) ON DUPLICATE KEY UPDATE v = 7",
+                    (const char *const[]){"2"}, 1, NULL, &err);
+    CHECK(rc == DLOCK_OK, "exec without begin on transaction=1: %s", err.message);
+    CHECK(dlock_begin(lt, &err) == DLOCK_E_STATE, "begin twice must say the transaction is open");
+    CHECK(dlock_release(lt, &err) == DLOCK_OK, "release: %s", err.message);
+    dlock_close(lt);
+  }
   dlock_close(l);
   dlock_close(o);
   dlock_client_close(other);

@@ -133,6 +133,10 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *                     ("<shard_group>:1".."<shard_group>:N"); exclusion is
  *                     then per shard, not per key (default 0 = off)
  *     shard_group     name prefix of the shard rows (default dlock-shard)
+ *     transaction     0|1: lease locks: every acquisition also opens the
+ *                     lock's transaction, as if dlock_begin followed; if
+ *                     that fails the lease is released and the error
+ *                     returned (default 0; since 1.1)
  *     wakeup          auto|poll: waiters are woken by the releasing holder
  *                     through a server-side GET_LOCK name (auto; never used
  *                     on Galera) or only poll (default auto)
