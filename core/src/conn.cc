@@ -111,6 +111,19 @@ Status Conn::Connect(const ClientOptions& o, std::unique_ptr<Conn>* out) {
     if (code == Code::kDb) code = Code::kConnect;
     return Status(code, msg, static_cast<int>(err));
   }
+  if (o.ssl_mode != SslMode::kDisable) {
+    // MYSQL_OPT_SSL_ENFORCE alone does not stop this Connector/C from going
+    // on in plaintext when the server offers no TLS: check what we got.
+    const char* cipher = mysql_get_ssl_cipher(m);
+    if (cipher == nullptr || *cipher == '\0') {
+      mysql_close(m);
+      return Status(Code::kConnect,
+                    "cannot connect to " + o.Where() + ": ssl_mode=" +
+                        (o.ssl_mode == SslMode::kVerify ? "verify" : "require") +
+                        " but the connection is not encrypted (the server offers no TLS); "
+                        "refusing to continue in plaintext");
+    }
+  }
   std::unique_ptr<Conn> c(new Conn(m));
   c->where_ = o.Where();
   Status s = c->ReadServerInfo();

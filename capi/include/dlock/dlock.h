@@ -108,8 +108,15 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *     read_timeout    seconds (1..86400, default 30)
  *     table           lease table name (default distributed_lock)
  *     row_table       row-lock table name (default fixed_lock)
- *     ssl_mode        disable|require|verify (default disable)
- *     ssl_ca          CA file for ssl_mode=verify
+ *     ssl_mode        disable|require|verify (default disable). require:
+ *                     every connection is encrypted or refused
+ *                     (DLOCK_E_CONNECT, also when the server offers no
+ *                     TLS); the server's identity is not checked, except
+ *                     that with ssl_ca set its certificate must chain to
+ *                     that CA. verify: as require, and the certificate must
+ *                     chain to ssl_ca (or, without ssl_ca, to the system's
+ *                     CAs) and name the URL's host (DNS name or IP address)
+ *     ssl_ca          CA file (PEM) to check the server's certificate with
  *     cleanup_interval_ms  run dlock_client_cleanup this often on a thread of
  *                     the client's (0 = never, the default); one client at a
  *                     time across the fleet actually cleans
