@@ -104,7 +104,7 @@ Status Conn::Connect(const ClientOptions& o, std::unique_ptr<Conn>* out) {
                          o.password.c_str(), o.database.c_str(), o.socket.empty() ? o.port : 0,
                          sock, 0) == nullptr) {
     unsigned err = mysql_errno(m);
-    std::string msg = "cannot connect to " + o.Where() + ": " + mysql_error(m) + " (" +
+    std::string msg = "cannot connect to " + o.Where() + ": " + PrintableText(mysql_error(m)) + " (" +
                       std::to_string(err) + ")";
     mysql_close(m);
     Code code = ClassifyError(err);
@@ -157,7 +157,8 @@ unsigned long Conn::thread_id() const { return mysql_thread_id(m_); }
 Status Conn::Fail(const char* what, unsigned err, const char* msg) {
   if (IsConnectionError(err)) broken_ = true;
   return Status(ClassifyError(err),
-                std::string(what) + " on " + where_ + ": " + msg + " (" + std::to_string(err) + ")",
+                std::string(what) + " on " + where_ + ": " + PrintableText(msg) + " (" +
+                    std::to_string(err) + ")",
                 static_cast<int>(err));
 }
 

@@ -377,6 +377,10 @@ static void test_client_open(void) {
       "mysql://root@127.0.0.1:1/test?pool=abc",    /* bad option value */
       "mysql://root@127.0.0.1:1/test?connect_timeout=-1",
       "mysql://root@[::1:1/test",                  /* unclosed [ */
+      "mysql://root@[]:1/test",                    /* empty host in [] */
+      "mysql://root@[]/test",                      /* empty host in [] */
+      "mysql://root@127.0.0.1:1/test#frag",        /* a fragment */
+      "mysql://root@127.0.0.1:1/test?pool=2#frag", /* a fragment after options */
   };
   const char *secret = "Secr3tPassw0rd-do-not-print";
   struct url_parts up;
@@ -429,6 +433,45 @@ static void test_client_open(void) {
          DLOCK_E_INVALID);
   CHECK(strstr(err.message, "Secr") == NULL && strstr(err.message, "zzPw") == NULL,
         "the password appears in the message: \"%s\"", msg_of(&err));
+
+  /* '/', '?' or '#' unencoded in the password: the message names the real
+   * problem, and echoes no part of the password. */
+  {
+    static const char *const pw_urls[] = {
+        "mysql://root:Se/cretPw@127.0.0.1:1/test",
+        "mysql://root:Se?cretPw@127.0.0.1:1/test",
+        "mysql://root:Se?cretPw@127.0.0.1:1/test?pool=2",
+        "mysql://root:Se#cretPw@127.0.0.1:1/test",
+        "mysql://root:Se/cretPw@127.0.0.1",
+        "mysql://root:Se/cret/Pw@127.0.0.1:1/test",
+    };
+    for (i = 0; i < sizeof pw_urls / sizeof pw_urls[0]; ++i) {
+      c = NULL;
+      EXPECT(dlock_client_open(&c, pw_urls[i], NULL, E), DLOCK_E_INVALID);
+      CHECK(strstr(err.message, "password") != NULL && strstr(err.message, "percent-encode"),
+            "%s: the message should name the password and the cure: \"%s\"", pw_urls[i],
+            msg_of(&err));
+      CHECK(strstr(err.message, "cret") == NULL && strstr(err.message, "Se") == NULL,
+            "%s: the password appears in the message: \"%s\"", pw_urls[i], msg_of(&err));
+      dlock_client_close(c);
+    }
+    /* A user name with '/' is named as such. */
+    EXPECT(dlock_client_open(&c, "mysql://ro/ot@127.0.0.1:1/test", NULL, E), DLOCK_E_INVALID);
+    CHECK(strstr(err.message, "user name") != NULL, "user name with '/': \"%s\"", msg_of(&err));
+    /* The port is not echoed (with no '@' it may be a password). */
+    EXPECT(dlock_client_open(&c, "mysql://root:PortPw9/test", NULL, E), DLOCK_E_INVALID);
+    CHECK(strstr(err.message, "PortPw9") == NULL, "the port is echoed: \"%s\"", msg_of(&err));
+    /* The fragment message says what is wrong. */
+    EXPECT(dlock_client_open(&c, "mysql://root@127.0.0.1:1/test#frag", NULL, E), DLOCK_E_INVALID);
+    CHECK(strstr(err.message, "#") != NULL && strstr(err.message, "%23") != NULL,
+          "fragment: \"%s\"", msg_of(&err));
+    EXPECT(dlock_client_open(&c, "mysql://root@[]:1/test", NULL, E), DLOCK_E_INVALID);
+    CHECK(strstr(err.message, "empty host") != NULL, "[] as host: \"%s\"", msg_of(&err));
+    /* An '@' in an option value is no password problem. */
+    EXPECT(dlock_client_open(&c, "mysql://127.0.0.1:1/test?ssl_ca=/a@b/ca.pem&pool=0", NULL, E),
+           DLOCK_E_INVALID);
+    CHECK(strstr(err.message, "pool") != NULL, "'@' in an option: \"%s\"", msg_of(&err));
+  }
 
   /* Wrong password: DLOCK_E_CONNECT, and the password is in no message. */
   if (split_url(g_url, &up)) {
@@ -498,6 +541,60 @@ static void test_client_open(void) {
     dlock_config_free(cfg);
   }
   dlock_client_close(NULL);
+}
+
+/* ---- messages never carry raw control bytes from input -------------------- */
+
+static int has_control(const char *m) {
+  for (; *m != '\0'; ++m)
+    if ((unsigned char)*m < 0x20 || (unsigned char)*m == 0x7f) return 1;
+  return 0;
+}
+
+static void test_messages(dlock_client *client) {
+  static const char *const bad[][2] = {
+      {"pool", "5\n"},       {"ttl_ms", "1\r\n"},     {"mode", "row\n"},
+      {"holder", "lock\t"},  {"table", "t\nx"},       {"auto_renew", "1\x1b[31m"},
+      {"no\nsuch", "1"},     {"read_timeout", "\x7f"},
+  };
+  dlock_error err;
+  dlock_config *cfg = NULL;
+  dlock_lock *row;
+  struct url_parts up;
+  char url[1200], k[128];
+  size_t i;
+
+  if (EXPECT(dlock_config_new(&cfg, E), DLOCK_OK)) {
+    for (i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+      EXPECT(dlock_config_set(cfg, bad[i][0], bad[i][1], E), DLOCK_E_INVALID);
+      CHECK(!has_control(err.message), "config_set(%s): raw control byte in \"%s\"", bad[i][0],
+            msg_of(&err));
+    }
+    EXPECT(dlock_config_set(cfg, "pool", "5\n", E), DLOCK_E_INVALID);
+    CHECK(strstr(err.message, "'5\\x0a'") != NULL, "pool=\"5\\n\": \"%s\"", msg_of(&err));
+    dlock_config_free(cfg);
+  }
+  /* URL parts (here the database) in a connect error. */
+  if (split_url(g_url, &up) && !up.has_password) {
+    dlock_client *c = NULL;
+    snprintf(url, sizeof url, "%s://%s%s%s/no%%0Asuch%%0Ddb", up.scheme, up.user,
+             up.user[0] ? "@" : "", up.hostport);
+    EXPECT(dlock_client_open(&c, url, NULL, E), DLOCK_E_CONNECT);
+    CHECK(!has_control(err.message), "database with a newline: raw control byte in \"%s\"",
+          msg_of(&err));
+    CHECK(strstr(err.message, "no\\x0asuch") != NULL, "database with a newline: \"%s\"",
+          msg_of(&err));
+    dlock_client_close(c);
+  }
+  /* The server's message echoes the caller's SQL. */
+  row = open_lock(client, key(k, sizeof k, "messages-row"), "row", NULL);
+  if (row != NULL && EXPECT(dlock_try(row, 0, E), DLOCK_OK)) {
+    EXPECT(dlock_exec(row, "SELEC\n1\t", NULL, 0, NULL, E), DLOCK_E_DB);
+    CHECK(!has_control(err.message), "SQL error: raw control byte in \"%s\"", msg_of(&err));
+    CHECK(strstr(err.message, "SELEC\\x0a1") != NULL, "SQL error: \"%s\"", msg_of(&err));
+    dlock_rollback(row, E);
+  }
+  dlock_close(row);
 }
 
 /* ---- NULL pointers everywhere ------------------------------------------- */
@@ -2326,6 +2423,7 @@ int main(void) {
   client = open_client(g_url, NULL);
   if (client != NULL) {
     RUN(test_null_pointers(client), "null_pointers");
+    RUN(test_messages(client), "messages");
     RUN(test_lease(client), "lease");
     RUN(test_lease_lost(client), "lease_lost");
     RUN(test_row(client), "row");
