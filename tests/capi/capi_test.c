@@ -2216,7 +2216,8 @@ static void child_say(int fd, const char *what) {
 }
 
 static void child_side(int fd, dlock_client *client, dlock_lock *lease, dlock_lock *row,
-                       dlock_lock *autol, const char *klease, const char *krow) {
+                       dlock_lock *autol, dlock_lock *rwait, const char *klease,
+                       const char *krow) {
   dlock_error err;
   dlock_lock *l = (dlock_lock *)&err;
   dlock_client *c2 = NULL;
@@ -2242,6 +2243,19 @@ static void child_side(int fd, dlock_client *client, dlock_lock *lease, dlock_lo
   EXPECT(dlock_try(row, 0, E), DLOCK_E_FORKED);
   EXPECT(dlock_open(&l, client, klease, strlen(klease), NULL, E), DLOCK_E_FORKED);
   CHECK(l == NULL, "a refused open left *out non-NULL");
+  /* dlock_cancel too, and it sends nothing: rwait's copy says a parent
+   * thread is in a server wait, which a KILL QUERY (on a new connection,
+   * counted in "statements") would interrupt. */
+  {
+    uint64_t before = 0, after = 0;
+    int have = dlock_client_counter(client, "statements", &before, NULL) == DLOCK_OK;
+    EXPECT_NOERR(dlock_cancel(rwait), DLOCK_E_FORKED);
+    EXPECT_NOERR(dlock_cancel(lease), DLOCK_E_FORKED);
+    EXPECT_NOERR(dlock_cancel(row), DLOCK_E_FORKED);
+    if (have && dlock_client_counter(client, "statements", &after, NULL) == DLOCK_OK)
+      CHECK(after == before, "dlock_cancel in the child sent %lu statements",
+            (unsigned long)(after - before));
+  }
   /* the parent's client must not send statements from the child either:
    * its pooled connections are the parent's sockets */
   {
@@ -2259,6 +2273,8 @@ static void child_side(int fd, dlock_client *client, dlock_lock *lease, dlock_lo
   dlock_close(row);
   child_say(fd, "stage dlock_close(auto-renewed lease)\n");
   dlock_close(autol);
+  child_say(fd, "stage dlock_close(row lock a parent thread waits on)\n");
+  dlock_close(rwait);
   child_say(fd, "stage dlock_client_close(parent's client, which runs a watchdog thread)\n");
   dlock_client_close(client);
   child_say(fd, "stage a client of the child's own\n");
@@ -2280,8 +2296,51 @@ static void child_side(int fd, dlock_client *client, dlock_lock *lease, dlock_lo
   _exit(0);
 }
 
+struct fork_waiter {
+  dlock_lock *lock;
+  int rc;
+};
+
+/* Waits for the row lock the parent holds, and releases it once it has it. */
+static void *fork_waiter_main(void *arg) {
+  struct fork_waiter *w = (struct fork_waiter *)arg;
+  w->rc = dlock_try(w->lock, 20000, NULL);
+  if (w->rc == DLOCK_OK) dlock_release(w->lock, NULL);
+  return NULL;
+}
+
+/* 1 once a transaction waits for a row lock of held's transaction (polled
+ * through InnoDB's lock waits, on held's own connection), 0 after 10 s. */
+static int wait_for_row_waiter(dlock_lock *held, const char *mark) {
+  dlock_error err;
+  const char *p[1];
+  int64_t affected = 0, deadline = now_ms() + 10000;
+  p[0] = mark;
+  while (now_ms() < deadline) {
+    if (!EXPECT(dlock_exec(held,
+                           "INSERT INTO capi_biz (k, v) SELECT ?, 'waiter' FROM "
+                           "information_schema.INNODB_LOCK_WAITS w JOIN "
+                           "information_schema.INNODB_TRX t ON w.blocking_trx_id = t.trx_id "
+                           "WHERE t.trx_mysql_thread_id = CONNECTION_ID() LIMIT 1",
+                           p, 1, &affected, E),
+                DLOCK_OK))
+      return 0;
+    if (affected == 1) {
+      EXPECT(dlock_exec(held, "DELETE FROM capi_biz WHERE k = ?", p, 1, NULL, E), DLOCK_OK);
+      return 1;
+    }
+    sleep_ms(20);
+  }
+  return 0;
+}
+
 static void test_fork(dlock_client *client) {
   dlock_error err;
+  char kmark[128];
+  dlock_lock *rwait = NULL;
+  struct fork_waiter waiter;
+  pthread_t waiter_thread;
+  int waiter_started = 0;
   char klease[128], krow[128];
   char kauto[128], report[4096], stage[256];
   dlock_lock *lease, *row, *other, *autol;
@@ -2313,6 +2372,18 @@ static void test_fork(dlock_client *client) {
   if (!EXPECT(dlock_try(lease, 0, E), DLOCK_OK)) goto out;
   if (!EXPECT(dlock_try(row, 0, E), DLOCK_OK)) goto out;
   if (!EXPECT(dlock_try(autol, 0, E), DLOCK_OK)) goto out;
+  /* A thread of ours waits on the server for the row lock while we fork. */
+  rwait = open_lock(client, krow, DLOCK_MODE_ROW, NULL);
+  if (rwait == NULL) goto out;
+  waiter.lock = rwait;
+  waiter.rc = 12345;
+  if (pthread_create(&waiter_thread, NULL, fork_waiter_main, &waiter) != 0) {
+    CHECK(0, "pthread_create failed");
+    goto out;
+  }
+  waiter_started = 1;
+  CHECK(wait_for_row_waiter(row, key(kmark, sizeof kmark, "fork-waiting")),
+        "the waiting thread did not reach the server's lock wait in 10 s");
   if (pipe(fds) != 0) {
     CHECK(0, "pipe() failed");
     goto out;
@@ -2327,7 +2398,7 @@ static void test_fork(dlock_client *client) {
   }
   if (pid == 0) {
     close(fds[0]);
-    child_side(fds[1], client, lease, row, autol, klease, krow);
+    child_side(fds[1], client, lease, row, autol, rwait, klease, krow);
   }
   close(fds[1]);
   /* wait for the child, with a deadline well inside the parent's 30 s lease */
@@ -2377,6 +2448,10 @@ static void test_fork(dlock_client *client) {
   dlock_close(other);
   EXPECT(dlock_release(lease, E), DLOCK_OK);
   EXPECT(dlock_release(row, E), DLOCK_OK);
+  /* our waiting thread was not cancelled from the child: it gets the row */
+  pthread_join(waiter_thread, NULL);
+  waiter_started = 0;
+  CHECK(waiter.rc == DLOCK_OK, "the parent's waiting thread got %s", dlock_code_name(waiter.rc));
   /* the parent's watchdog still renews its 600 ms lease */
   t0 = now_ms();
   while (now_ms() - t0 < 1500) {
@@ -2390,6 +2465,8 @@ static void test_fork(dlock_client *client) {
 out:
   dlock_close(lease);
   dlock_close(row);
+  if (waiter_started) pthread_join(waiter_thread, NULL); /* ends once row is closed */
+  dlock_close(rwait);
   dlock_close(autol);
 }
 

@@ -18,8 +18,12 @@
  *  - No function calls user code, and the library never runs user code on its
  *    own threads.
  *  - Handles remember the process that created them: after fork() they refuse
- *    to act in the child (DLOCK_E_FORKED) and never release the parent's lock;
- *    closing them in the child only frees memory.
+ *    to act in the child (DLOCK_E_FORKED, dlock_cancel too) and never release
+ *    the parent's lock. Closing them in the child deliberately frees nothing
+ *    but the handle itself: the lock's and client's state, connections and
+ *    threads' mutexes are the parent's (closing a connection would end the
+ *    parent's session; a mutex held by a parent thread would hang), so they
+ *    are leaked. A child that forks often should use handles of its own.
  *  - Passwords never appear in any message.
  */
 #ifndef DLOCK_DLOCK_H_
@@ -236,7 +240,9 @@ DLOCK_EXPORT int dlock_wait_lost(dlock_lock *lock, int64_t timeout_ms, dlock_err
 /* Makes dlock_try / dlock_wait_lost calls running on this lock in other
  * threads return DLOCK_E_CANCELLED promptly (a server-side wait is
  * interrupted with KILL QUERY). Calls started later are not affected.
- * Thread safety: any thread. Returns DLOCK_OK, or DLOCK_E_INVALID for NULL. */
+ * Thread safety: any thread. Returns DLOCK_OK, DLOCK_E_INVALID for NULL, or
+ * DLOCK_E_FORKED in a forked child (nothing is cancelled or sent: the
+ * waits are the parent's). */
 DLOCK_EXPORT int dlock_cancel(dlock_lock *lock);
 
 /* ---- accessors (never touch the network; any thread) ------------------- */
