@@ -23,7 +23,7 @@
  *    but the handle itself: the lock's and client's state, connections and
  *    threads' mutexes are the parent's (closing a connection would end the
  *    parent's session; a mutex held by a parent thread would hang), so they
- *    are leaked. A child that forks often should use handles of its own.
+ *    are leaked, and closing them in each of many children reclaims nothing.
  *  - Passwords never appear in any message.
  */
 #ifndef DLOCK_DLOCK_H_
