@@ -100,6 +100,9 @@ case "$cmd" in
     dir=$(cd "$dir" && pwd)
     if is_running "$dir"; then cat "$dir/url"; exit 0; fi
     if [ ! -f "$dir/my.cnf" ]; then
+      # A tmpdir of its own: servers installed at the same time in a shared
+      # /tmp (ctest starts several) failed on each other's temporary tables.
+      mkdir -p "$dir/tmp"
       port=$(free_port)
       # Unix socket paths are limited to ~107 bytes: keep it short, in /tmp.
       sock=$(mktemp -u /tmp/dlock-db-XXXXXXXX.sock)
@@ -111,6 +114,7 @@ socket=$sock
 port=$port
 bind-address=127.0.0.1
 pid-file=$dir/mariadbd.pidfile
+tmpdir=$dir/tmp
 log-error=$dir/error.log
 skip-name-resolve
 max_connections=2000
