@@ -235,10 +235,7 @@ int dlock_wait_lost(dlock_lock* lock, int64_t timeout_ms, dlock_error* err) {
 
 int dlock_cancel(dlock_lock* lock) {
   if (lock == nullptr) return DLOCK_E_INVALID;
-  return Guard(nullptr, [&] {
-    lock->lock->Cancel();
-    return static_cast<int>(DLOCK_OK);
-  });
+  return Guard(nullptr, [&] { return static_cast<int>(lock->lock->Cancel().code()); });
 }
 
 int dlock_hold_count(const dlock_lock* lock) { return lock == nullptr ? 0 : lock->lock->hold_count(); }

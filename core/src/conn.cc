@@ -111,12 +111,25 @@ Status Conn::Connect(const ClientOptions& o, std::unique_ptr<Conn>* out) {
                          o.password.c_str(), o.database.c_str(), o.socket.empty() ? o.port : 0,
                          sock, 0) == nullptr) {
     unsigned err = mysql_errno(m);
-    std::string msg = "cannot connect to " + o.Where() + ": " + mysql_error(m) + " (" +
+    std::string msg = "cannot connect to " + o.Where() + ": " + PrintableText(mysql_error(m)) + " (" +
                       std::to_string(err) + ")";
     mysql_close(m);
     Code code = ClassifyError(err);
     if (code == Code::kDb) code = Code::kConnect;
     return Status(code, msg, static_cast<int>(err));
+  }
+  if (o.ssl_mode != SslMode::kDisable) {
+    // MYSQL_OPT_SSL_ENFORCE alone does not stop this Connector/C from going
+    // on in plaintext when the server offers no TLS: check what we got.
+    const char* cipher = mysql_get_ssl_cipher(m);
+    if (cipher == nullptr || *cipher == '\0') {
+      mysql_close(m);
+      return Status(Code::kConnect,
+                    "cannot connect to " + o.Where() + ": ssl_mode=" +
+                        (o.ssl_mode == SslMode::kVerify ? "verify" : "require") +
+                        " but the connection is not encrypted (the server offers no TLS); "
+                        "refusing to continue in plaintext");
+    }
   }
   std::unique_ptr<Conn> c(new Conn(m));
   c->fd_ = static_cast<int>(mysql_get_socket(m));
@@ -166,7 +179,8 @@ void Conn::Abort() {
 Status Conn::Fail(const char* what, unsigned err, const char* msg) {
   if (IsConnectionError(err)) broken_ = true;
   return Status(ClassifyError(err),
-                std::string(what) + " on " + where_ + ": " + msg + " (" + std::to_string(err) + ")",
+                std::string(what) + " on " + where_ + ": " + PrintableText(msg) + " (" +
+                    std::to_string(err) + ")",
                 static_cast<int>(err));
 }
 

@@ -1246,7 +1246,16 @@ Status Lock::Release() { return impl_->Release(); }
 Status Lock::Rollback() { return impl_->Rollback(); }
 Status Lock::Begin() { return impl_->Begin(); }
 Status Lock::WaitLost(int64_t timeout_ms) { return impl_->WaitLost(timeout_ms); }
-void Lock::Cancel() { impl_->Cancel(); }
+Status Lock::Cancel() {
+  // In a forked child the waits to cancel are the parent's: its mutexes may
+  // look held, and a KILL QUERY would hit the parent's connection.
+  if (impl_->forked())
+    return Status(Code::kForked, "lock '" + QuoteKey(impl_->key()) +
+                                     "' was created in another process (fork): nothing to cancel "
+                                     "here");
+  impl_->Cancel();
+  return Status::OK();
+}
 Status Lock::Exec(const std::string& sql, const std::vector<const std::string*>& params,
                   int64_t* affected) {
   return impl_->Exec(sql, params, affected);

@@ -53,8 +53,10 @@ Status ParseBool(const std::string& v, const char* what, bool* out) {
 }  // namespace
 
 std::string ClientOptions::Where() const {
-  std::string w = socket.empty() ? host + ":" + std::to_string(port) : socket;
-  return w + "/" + database;
+  // Parts of the URL: quoted, so that a control byte in them cannot reach
+  // a message raw.
+  std::string w = socket.empty() ? QuoteKey(host) + ":" + std::to_string(port) : QuoteKey(socket);
+  return w + "/" + QuoteKey(database);
 }
 
 bool IsClientKey(const std::string& key) {
@@ -76,11 +78,11 @@ Status ParseInt(const std::string& s, int64_t lo, int64_t hi, const char* what, 
   if (i == s.size()) return Status::Invalid(std::string(what) + ": not an integer" + range);
   for (size_t j = i; j < s.size(); ++j)
     if (s[j] < '0' || s[j] > '9')
-      return Status::Invalid(std::string(what) + ": not an integer: '" + s.substr(0, 32) + "'" + range);
+      return Status::Invalid(std::string(what) + ": not an integer: '" + QuoteKey(s) + "'" + range);
   errno = 0;
   long long v = std::strtoll(s.c_str(), nullptr, 10);
   if (errno == ERANGE || v < lo || v > hi)
-    return Status::Invalid(std::string(what) + " out of range: " + s.substr(0, 32) + range);
+    return Status::Invalid(std::string(what) + " out of range: " + QuoteKey(s) + range);
   *out = v;
   return Status::OK();
 }
@@ -99,12 +101,16 @@ Status ValidateIdentifier(const std::string& name, const char* what) {
   return Status::OK();
 }
 
-std::string QuoteKey(const std::string& key) {
+namespace {
+
+// Control bytes (and, for quoted values, the quote and the backslash) as
+// \xNN, so that no input can break a message's line or its quoting.
+std::string Escape(const std::string& in, bool quotes, size_t max) {
   static const char kHex[] = "0123456789abcdef";
   std::string out;
-  for (size_t i = 0; i < key.size() && out.size() < 80; ++i) {
-    unsigned char c = static_cast<unsigned char>(key[i]);
-    if (c < 0x20 || c == 0x7f || c == '\\' || c == '\'') {
+  for (size_t i = 0; i < in.size() && out.size() < max; ++i) {
+    unsigned char c = static_cast<unsigned char>(in[i]);
+    if (c < 0x20 || c == 0x7f || (quotes && (c == '\\' || c == '\''))) {
       out += "\\x";
       out += kHex[c >> 4];
       out += kHex[c & 15];
@@ -112,9 +118,15 @@ std::string QuoteKey(const std::string& key) {
       out.push_back(static_cast<char>(c));
     }
   }
-  if (out.size() >= 80) out += "...";
+  if (out.size() >= max) out += "...";
   return out;
 }
+
+}  // namespace
+
+std::string QuoteKey(const std::string& key) { return Escape(key, true, 80); }
+
+std::string PrintableText(const std::string& text) { return Escape(text, false, 4096); }
 
 Status ValidateKey(const std::string& key) {
   if (key.empty()) return Status::Invalid("key is empty");
@@ -239,6 +251,29 @@ Status ParseUrl(const std::string& url, ClientOptions* out) {
     return Status::Invalid("URL must start with mysql:// or mariadb:// "
                            "(mysql://user[:password]@host[:port]/database[?options])");
   }
+  // A '/', '?' or '#' left unencoded in the user name or password ends the
+  // authority early, and what follows looks like a database or options. When
+  // the URL's shape breaks, and an '@' comes after the first such character
+  // with none before it, that is the likely cause: say so (without echoing
+  // the password).
+  const std::string whole = rest;
+  auto shape = [&whole](const std::string& msg) {
+    size_t first = whole.find_first_of("/?#");
+    size_t at = whole.rfind('@');
+    if (first != std::string::npos && at != std::string::npos && at > first &&
+        whole.find('@') > first) {
+      bool password = whole.substr(0, first).find(':') != std::string::npos;
+      return Status::Invalid(std::string("URL: the ") + (password ? "password" : "user name") +
+                             " seems to contain '/', '?' or '#': percent-encode it "
+                             "(%2F, %3F, %23)");
+    }
+    return Status::Invalid(msg);
+  };
+  // The port is not echoed: with the '@' missing, it would be the password.
+  const char* const kBadPort = "URL: the port (after the host's ':') must be an integer 1..65535";
+  if (rest.find('#') != std::string::npos)
+    return shape("URL: '#' is not allowed (a #fragment means nothing here; write a '#' in a "
+                 "name or value as %23)");
   std::string query;
   size_t q = rest.find('?');
   if (q != std::string::npos) {
@@ -246,13 +281,13 @@ Status ParseUrl(const std::string& url, ClientOptions* out) {
     rest.resize(q);
   }
   size_t slash = rest.find('/');
-  if (slash == std::string::npos) return Status::Invalid("URL has no /database");
+  if (slash == std::string::npos) return shape("URL has no /database");
   std::string authority = rest.substr(0, slash);
   Status s = PercentDecode(rest.substr(slash + 1), "database", &o.database);
   if (!s.ok()) return s;
-  if (o.database.empty()) return Status::Invalid("URL has an empty database name");
+  if (o.database.empty()) return shape("URL has an empty database name");
   if (o.database.find('/') != std::string::npos || o.database.find('`') != std::string::npos)
-    return Status::Invalid("URL database name contains '/' or '`'");
+    return shape("URL database name contains '/' or '`'");
 
   size_t at = authority.rfind('@');
   std::string hostport = authority;
@@ -271,11 +306,12 @@ Status ParseUrl(const std::string& url, ClientOptions* out) {
     size_t close = hostport.find(']');
     if (close == std::string::npos) return Status::Invalid("URL: unclosed '[' in host");
     o.host = hostport.substr(1, close - 1);
+    if (o.host.empty()) return Status::Invalid("URL: empty host '[]'");
     std::string after = hostport.substr(close + 1);
     if (!after.empty()) {
       if (after[0] != ':') return Status::Invalid("URL: junk after ']' in host");
       int64_t p = 0;
-      if (!(s = ParseInt(after.substr(1), 1, 65535, "port", &p)).ok()) return s;
+      if (!ParseInt(after.substr(1), 1, 65535, "port", &p).ok()) return shape(kBadPort);
       o.port = static_cast<unsigned>(p);
     }
   } else {
@@ -284,7 +320,7 @@ Status ParseUrl(const std::string& url, ClientOptions* out) {
     if (!(s = PercentDecode(host, "host", &o.host)).ok()) return s;
     if (colon != std::string::npos) {
       int64_t p = 0;
-      if (!(s = ParseInt(hostport.substr(colon + 1), 1, 65535, "port", &p)).ok()) return s;
+      if (!ParseInt(hostport.substr(colon + 1), 1, 65535, "port", &p).ok()) return shape(kBadPort);
       o.port = static_cast<unsigned>(p);
     }
   }

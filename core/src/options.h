@@ -72,8 +72,13 @@ Status ValidateIdentifier(const std::string& name, const char* what);
 Status ValidateKey(const std::string& key);
 // Whole decimal integer in [lo, hi]; what names the option in the message.
 Status ParseInt(const std::string& s, int64_t lo, int64_t hi, const char* what, int64_t* out);
-// A printable, bounded rendering of a key for messages.
+// A printable, bounded rendering of a value taken from input (a key, an
+// option value, a part of the URL) for messages: control bytes, quotes and
+// backslashes become \xNN; longer than 80 bytes is cut with "...".
 std::string QuoteKey(const std::string& key);
+// Text from elsewhere (the server's error messages, which may echo input)
+// with control bytes as \xNN, so a message stays one line.
+std::string PrintableText(const std::string& text);
 
 }  // namespace dlock
 

@@ -457,7 +457,8 @@ class Lock:
 
     def cancel(self) -> None:
         """Makes an acquire() or wait_lost() running in another thread on this
-        object return promptly (acquire raises ``dlock.Cancelled``)."""
+        object return promptly (acquire raises ``dlock.Cancelled``). In a
+        forked child it raises ``dlock.Forked`` and cancels nothing."""
         self._core.cancel()
 
     def __enter__(self) -> "Lock":

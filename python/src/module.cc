@@ -341,7 +341,7 @@ class PyLock {
     return affected;
   }
 
-  void Cancel() { lock_->Cancel(); }
+  void Cancel() { Check(lock_->Cancel()); }
 
   dlock::Lock& lock() { return *lock_; }
 

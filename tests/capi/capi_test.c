@@ -377,6 +377,10 @@ static void test_client_open(void) {
       "mysql://root@127.0.0.1:1/test?pool=abc",    /* bad option value */
       "mysql://root@127.0.0.1:1/test?connect_timeout=-1",
       "mysql://root@[::1:1/test",                  /* unclosed [ */
+      "mysql://root@[]:1/test",                    /* empty host in [] */
+      "mysql://root@[]/test",                      /* empty host in [] */
+      "mysql://root@127.0.0.1:1/test#frag",        /* a fragment */
+      "mysql://root@127.0.0.1:1/test?pool=2#frag", /* a fragment after options */
   };
   const char *secret = "Secr3tPassw0rd-do-not-print";
   struct url_parts up;
@@ -429,6 +433,45 @@ static void test_client_open(void) {
          DLOCK_E_INVALID);
   CHECK(strstr(err.message, "Secr") == NULL && strstr(err.message, "zzPw") == NULL,
         "the password appears in the message: \"%s\"", msg_of(&err));
+
+  /* '/', '?' or '#' unencoded in the password: the message names the real
+   * problem, and echoes no part of the password. */
+  {
+    static const char *const pw_urls[] = {
+        "mysql://root:Se/cretPw@127.0.0.1:1/test",
+        "mysql://root:Se?cretPw@127.0.0.1:1/test",
+        "mysql://root:Se?cretPw@127.0.0.1:1/test?pool=2",
+        "mysql://root:Se#cretPw@127.0.0.1:1/test",
+        "mysql://root:Se/cretPw@127.0.0.1",
+        "mysql://root:Se/cret/Pw@127.0.0.1:1/test",
+    };
+    for (i = 0; i < sizeof pw_urls / sizeof pw_urls[0]; ++i) {
+      c = NULL;
+      EXPECT(dlock_client_open(&c, pw_urls[i], NULL, E), DLOCK_E_INVALID);
+      CHECK(strstr(err.message, "password") != NULL && strstr(err.message, "percent-encode"),
+            "%s: the message should name the password and the cure: \"%s\"", pw_urls[i],
+            msg_of(&err));
+      CHECK(strstr(err.message, "cret") == NULL && strstr(err.message, "Se") == NULL,
+            "%s: the password appears in the message: \"%s\"", pw_urls[i], msg_of(&err));
+      dlock_client_close(c);
+    }
+    /* A user name with '/' is named as such. */
+    EXPECT(dlock_client_open(&c, "mysql://ro/ot@127.0.0.1:1/test", NULL, E), DLOCK_E_INVALID);
+    CHECK(strstr(err.message, "user name") != NULL, "user name with '/': \"%s\"", msg_of(&err));
+    /* The port is not echoed (with no '@' it may be a password). */
+    EXPECT(dlock_client_open(&c, "mysql://root:PortPw9/test", NULL, E), DLOCK_E_INVALID);
+    CHECK(strstr(err.message, "PortPw9") == NULL, "the port is echoed: \"%s\"", msg_of(&err));
+    /* The fragment message says what is wrong. */
+    EXPECT(dlock_client_open(&c, "mysql://root@127.0.0.1:1/test#frag", NULL, E), DLOCK_E_INVALID);
+    CHECK(strstr(err.message, "#") != NULL && strstr(err.message, "%23") != NULL,
+          "fragment: \"%s\"", msg_of(&err));
+    EXPECT(dlock_client_open(&c, "mysql://root@[]:1/test", NULL, E), DLOCK_E_INVALID);
+    CHECK(strstr(err.message, "empty host") != NULL, "[] as host: \"%s\"", msg_of(&err));
+    /* An '@' in an option value is no password problem. */
+    EXPECT(dlock_client_open(&c, "mysql://127.0.0.1:1/test?ssl_ca=/a@b/ca.pem&pool=0", NULL, E),
+           DLOCK_E_INVALID);
+    CHECK(strstr(err.message, "pool") != NULL, "'@' in an option: \"%s\"", msg_of(&err));
+  }
 
   /* Wrong password: DLOCK_E_CONNECT, and the password is in no message. */
   if (split_url(g_url, &up)) {
@@ -498,6 +541,60 @@ static void test_client_open(void) {
     dlock_config_free(cfg);
   }
   dlock_client_close(NULL);
+}
+
+/* ---- messages never carry raw control bytes from input -------------------- */
+
+static int has_control(const char *m) {
+  for (; *m != '\0'; ++m)
+    if ((unsigned char)*m < 0x20 || (unsigned char)*m == 0x7f) return 1;
+  return 0;
+}
+
+static void test_messages(dlock_client *client) {
+  static const char *const bad[][2] = {
+      {"pool", "5\n"},       {"ttl_ms", "1\r\n"},     {"mode", "row\n"},
+      {"holder", "lock\t"},  {"table", "t\nx"},       {"auto_renew", "1\x1b[31m"},
+      {"no\nsuch", "1"},     {"read_timeout", "\x7f"},
+  };
+  dlock_error err;
+  dlock_config *cfg = NULL;
+  dlock_lock *row;
+  struct url_parts up;
+  char url[1200], k[128];
+  size_t i;
+
+  if (EXPECT(dlock_config_new(&cfg, E), DLOCK_OK)) {
+    for (i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+      EXPECT(dlock_config_set(cfg, bad[i][0], bad[i][1], E), DLOCK_E_INVALID);
+      CHECK(!has_control(err.message), "config_set(%s): raw control byte in \"%s\"", bad[i][0],
+            msg_of(&err));
+    }
+    EXPECT(dlock_config_set(cfg, "pool", "5\n", E), DLOCK_E_INVALID);
+    CHECK(strstr(err.message, "'5\\x0a'") != NULL, "pool=\"5\\n\": \"%s\"", msg_of(&err));
+    dlock_config_free(cfg);
+  }
+  /* URL parts (here the database) in a connect error. */
+  if (split_url(g_url, &up) && !up.has_password) {
+    dlock_client *c = NULL;
+    snprintf(url, sizeof url, "%s://%s%s%s/no%%0Asuch%%0Ddb", up.scheme, up.user,
+             up.user[0] ? "@" : "", up.hostport);
+    EXPECT(dlock_client_open(&c, url, NULL, E), DLOCK_E_CONNECT);
+    CHECK(!has_control(err.message), "database with a newline: raw control byte in \"%s\"",
+          msg_of(&err));
+    CHECK(strstr(err.message, "no\\x0asuch") != NULL, "database with a newline: \"%s\"",
+          msg_of(&err));
+    dlock_client_close(c);
+  }
+  /* The server's message echoes the caller's SQL. */
+  row = open_lock(client, key(k, sizeof k, "messages-row"), "row", NULL);
+  if (row != NULL && EXPECT(dlock_try(row, 0, E), DLOCK_OK)) {
+    EXPECT(dlock_exec(row, "SELEC\n1\t", NULL, 0, NULL, E), DLOCK_E_DB);
+    CHECK(!has_control(err.message), "SQL error: raw control byte in \"%s\"", msg_of(&err));
+    CHECK(strstr(err.message, "SELEC\\x0a1") != NULL, "SQL error: \"%s\"", msg_of(&err));
+    dlock_rollback(row, E);
+  }
+  dlock_close(row);
 }
 
 /* ---- NULL pointers everywhere ------------------------------------------- */
@@ -2124,7 +2221,8 @@ static void child_say(int fd, const char *what) {
 }
 
 static void child_side(int fd, dlock_client *client, dlock_lock *lease, dlock_lock *row,
-                       dlock_lock *autol, const char *klease, const char *krow) {
+                       dlock_lock *autol, dlock_lock *rwait, const char *klease,
+                       const char *krow) {
   dlock_error err;
   dlock_lock *l = (dlock_lock *)&err;
   dlock_client *c2 = NULL;
@@ -2150,6 +2248,19 @@ static void child_side(int fd, dlock_client *client, dlock_lock *lease, dlock_lo
   EXPECT(dlock_try(row, 0, E), DLOCK_E_FORKED);
   EXPECT(dlock_open(&l, client, klease, strlen(klease), NULL, E), DLOCK_E_FORKED);
   CHECK(l == NULL, "a refused open left *out non-NULL");
+  /* dlock_cancel too, and it sends nothing: rwait's copy says a parent
+   * thread is in a server wait, which a KILL QUERY (on a new connection,
+   * counted in "statements") would interrupt. */
+  {
+    uint64_t before = 0, after = 0;
+    int have = dlock_client_counter(client, "statements", &before, NULL) == DLOCK_OK;
+    EXPECT_NOERR(dlock_cancel(rwait), DLOCK_E_FORKED);
+    EXPECT_NOERR(dlock_cancel(lease), DLOCK_E_FORKED);
+    EXPECT_NOERR(dlock_cancel(row), DLOCK_E_FORKED);
+    if (have && dlock_client_counter(client, "statements", &after, NULL) == DLOCK_OK)
+      CHECK(after == before, "dlock_cancel in the child sent %lu statements",
+            (unsigned long)(after - before));
+  }
   /* the parent's client must not send statements from the child either:
    * its pooled connections are the parent's sockets */
   {
@@ -2167,6 +2278,8 @@ static void child_side(int fd, dlock_client *client, dlock_lock *lease, dlock_lo
   dlock_close(row);
   child_say(fd, "stage dlock_close(auto-renewed lease)\n");
   dlock_close(autol);
+  child_say(fd, "stage dlock_close(row lock a parent thread waits on)\n");
+  dlock_close(rwait);
   child_say(fd, "stage dlock_client_close(parent's client, which runs a watchdog thread)\n");
   dlock_client_close(client);
   child_say(fd, "stage a client of the child's own\n");
@@ -2188,8 +2301,53 @@ static void child_side(int fd, dlock_client *client, dlock_lock *lease, dlock_lo
   _exit(0);
 }
 
+struct fork_waiter {
+  dlock_lock *lock;
+  int rc;
+};
+
+/* Waits for the row lock the parent holds, and releases it once it has it. */
+static void *fork_waiter_main(void *arg) {
+  struct fork_waiter *w = (struct fork_waiter *)arg;
+  w->rc = dlock_try(w->lock, 20000, NULL);
+  if (w->rc == DLOCK_OK) dlock_release(w->lock, NULL);
+  return NULL;
+}
+
+/* 1 once a transaction waits for a row lock of held's transaction (polled
+ * through InnoDB's lock waits, on held's own connection), 0 after 10 s. */
+static int wait_for_row_waiter(dlock_lock *held, const char *mark) {
+  dlock_error err;
+  const char *p[1];
+  int64_t affected = 0, deadline = now_ms() + 10000;
+  p[0] = mark;
+  while (now_ms() < deadline) {
+    if (!EXPECT(dlock_exec(held,
+                           "INSERT INTO capi_biz (k, v) SELECT ?, 'waiter' FROM "
+                           "information_schema.INNODB_LOCK_WAITS w JOIN "
+                           "information_schema.INNODB_TRX t ON w.blocking_trx_id = t.trx_id "
+                           "WHERE t.trx_mysql_thread_id = CONNECTION_ID() LIMIT 1",
+                           p, 1, &affected, E),
+                DLOCK_OK))
+      return 0;
+    if (affected == 1) {
+      EXPECT(dlock_exec(held, "DELETE FROM capi_biz WHERE k = ?", p, 1, NULL, E), DLOCK_OK);
+      return 1;
+    }
+    /* InnoDB refreshes these tables only after 100 ms without a read: a
+     * faster poll would keep reading the snapshot taken before the wait. */
+    sleep_ms(200);
+  }
+  return 0;
+}
+
 static void test_fork(dlock_client *client) {
   dlock_error err;
+  char kmark[128];
+  dlock_lock *rwait = NULL;
+  struct fork_waiter waiter;
+  pthread_t waiter_thread;
+  int waiter_started = 0;
   char klease[128], krow[128];
   char kauto[128], report[4096], stage[256];
   dlock_lock *lease, *row, *other, *autol;
@@ -2221,6 +2379,18 @@ static void test_fork(dlock_client *client) {
   if (!EXPECT(dlock_try(lease, 0, E), DLOCK_OK)) goto out;
   if (!EXPECT(dlock_try(row, 0, E), DLOCK_OK)) goto out;
   if (!EXPECT(dlock_try(autol, 0, E), DLOCK_OK)) goto out;
+  /* A thread of ours waits on the server for the row lock while we fork. */
+  rwait = open_lock(client, krow, DLOCK_MODE_ROW, NULL);
+  if (rwait == NULL) goto out;
+  waiter.lock = rwait;
+  waiter.rc = 12345;
+  if (pthread_create(&waiter_thread, NULL, fork_waiter_main, &waiter) != 0) {
+    CHECK(0, "pthread_create failed");
+    goto out;
+  }
+  waiter_started = 1;
+  CHECK(wait_for_row_waiter(row, key(kmark, sizeof kmark, "fork-waiting")),
+        "the waiting thread did not reach the server's lock wait in 10 s");
   if (pipe(fds) != 0) {
     CHECK(0, "pipe() failed");
     goto out;
@@ -2235,7 +2405,7 @@ static void test_fork(dlock_client *client) {
   }
   if (pid == 0) {
     close(fds[0]);
-    child_side(fds[1], client, lease, row, autol, klease, krow);
+    child_side(fds[1], client, lease, row, autol, rwait, klease, krow);
   }
   close(fds[1]);
   /* wait for the child, with a deadline well inside the parent's 30 s lease */
@@ -2285,6 +2455,10 @@ static void test_fork(dlock_client *client) {
   dlock_close(other);
   EXPECT(dlock_release(lease, E), DLOCK_OK);
   EXPECT(dlock_release(row, E), DLOCK_OK);
+  /* our waiting thread was not cancelled from the child: it gets the row */
+  pthread_join(waiter_thread, NULL);
+  waiter_started = 0;
+  CHECK(waiter.rc == DLOCK_OK, "the parent's waiting thread got %s", dlock_code_name(waiter.rc));
   /* the parent's watchdog still renews its 600 ms lease */
   t0 = now_ms();
   while (now_ms() - t0 < 1500) {
@@ -2298,6 +2472,8 @@ static void test_fork(dlock_client *client) {
 out:
   dlock_close(lease);
   dlock_close(row);
+  if (waiter_started) pthread_join(waiter_thread, NULL); /* ends once row is closed */
+  dlock_close(rwait);
   dlock_close(autol);
 }
 
@@ -2331,6 +2507,7 @@ int main(void) {
   client = open_client(g_url, NULL);
   if (client != NULL) {
     RUN(test_null_pointers(client), "null_pointers");
+    RUN(test_messages(client), "messages");
     RUN(test_lease(client), "lease");
     RUN(test_lease_lost(client), "lease_lost");
     RUN(test_row(client), "row");

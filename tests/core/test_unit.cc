@@ -201,6 +201,15 @@ TEST_CASE("ParseUrl: malformed URLs are kInvalid and never echo the password") {
       "mysql://u:" + pw + "@h/d?pool=%zz",           // bad escape in a value
       "mysql://u:" + pw + "@h/a/b",                  // '/' in db
       "mysql://u:" + pw + "@h/a%60b",                // '`' in db
+      "mysql://u:" + pw + "@[]/d",                   // empty host in []
+      "mysql://u:" + pw + "@[]:3306/d",              // empty host in []
+      "mysql://u:" + pw + "@h/d#frag",               // a fragment
+      "mysql://u:" + pw + "@h/d?pool=2#frag",        // a fragment after options
+      "mysql://u:x/" + pw + "@h/d",                  // unencoded '/' in the password
+      "mysql://u:x?" + pw + "@h/d",                  // unencoded '?' in the password
+      "mysql://u:x#" + pw + "@h/d",                  // unencoded '#' in the password
+      "mysql://u:" + pw + "/x@h",                    // ... and the port would echo it
+      "mysql://u:" + pw + "/d",                      // no '@': the port is the password
   };
   for (const std::string& url : bad) {
     ClientOptions o;
@@ -220,6 +229,46 @@ TEST_CASE("ParseUrl: malformed URLs are kInvalid and never echo the password") {
     CHECK(cs.message().find(pw) == std::string::npos);
     CHECK(c == nullptr);
   }
+}
+
+TEST_CASE("URL: an unencoded '/', '?' or '#' in the password is named as such") {
+  for (const char* url : {"mysql://u:a/b@h/d", "mysql://u:a?b@h/d", "mysql://u:a?b@h/d?pool=2",
+                          "mysql://u:a#b@h/d", "mysql://u:a/b@h", "mysql://u:a/b/c@h:1/d"}) {
+    ClientOptions o;
+    Status s = dlock::ParseUrl(url, &o);
+    INFO("url: ", url, " -> ", s.message());
+    CHECK(s.code() == Code::kInvalid);
+    CHECK(s.message().find("password") != std::string::npos);
+    CHECK(s.message().find("%2F") != std::string::npos);
+  }
+  ClientOptions o;
+  Status s = dlock::ParseUrl("mysql://a/b@h/d", &o);
+  CHECK(s.message().find("user name") != std::string::npos);
+  // An '@' in the database or an option value is not mistaken for one.
+  CHECK(dlock::ParseUrl("mysql://u@h/d?ssl_ca=/x@y/ca.pem", &o).ok());
+  CHECK(o.ssl_ca == "/x@y/ca.pem");
+  CHECK(dlock::ParseUrl("mysql://h/d@x", &o).ok());
+  CHECK(o.database == "d@x");
+  CHECK(dlock::ParseUrl("mysql://u:p%2F%3F%23w@h/d", &o).ok());
+  CHECK(o.password == "p/?#w");
+  s = dlock::ParseUrl("mysql://u@h/d#x", &o);
+  CHECK(s.message().find("'#'") != std::string::npos);
+  s = dlock::ParseUrl("mysql://u@[]/d", &o);
+  CHECK(s.message().find("empty host") != std::string::npos);
+  CHECK(dlock::ParseUrl("mysql://u@[::1]:3307/d", &o).ok());
+  CHECK(o.host == "::1");
+}
+
+TEST_CASE("Messages quote input with control bytes escaped") {
+  Config cfg;
+  Status s = cfg.Set("pool", "5\n");
+  CHECK(s.code() == Code::kInvalid);
+  CHECK(s.message().find("'5\\x0a'") != std::string::npos);
+  ClientOptions o;
+  o.host = "h\nx";
+  o.database = "d\x1b";
+  CHECK(o.Where() == "h\\x0ax:3306/d\\x1b");
+  CHECK(dlock::PrintableText("near 'a\nb'") == "near 'a\\x0ab'");
 }
 
 TEST_CASE("ValidateIdentifier") {

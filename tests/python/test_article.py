@@ -182,6 +182,7 @@ def test_dbapi_connection_is_refused_with_what_to_pass() -> None:
 def test_fork_child_cannot_release_parents_lock(client: dlock.Client, key: str) -> None:
     lock = dlock.MysqlDistributedLock(client, key, timeout=30)
     assert lock.acquire()
+    other = client.lock(key)  # a Lock of the parent's, for cancel() in the child
     pid = os.fork()
     if pid == 0:  # child: must neither release nor use the parent's lock
         code = 1
@@ -191,6 +192,13 @@ def test_fork_child_cannot_release_parents_lock(client: dlock.Client, key: str) 
             code = 0 if (e.code == -8 and "fork" in str(e)) else 2
         except BaseException:
             code = 3
+        try:
+            other.cancel()  # would aim a KILL QUERY at the parent's connection
+            code = code or 6
+        except dlock.Forked:
+            pass
+        except BaseException:
+            code = code or 7
         try:
             dlock.MysqlDistributedLock(client, key)
             code = code or 4

@@ -18,8 +18,12 @@
  *  - No function calls user code, and the library never runs user code on its
  *    own threads.
  *  - Handles remember the process that created them: after fork() they refuse
- *    to act in the child (DLOCK_E_FORKED) and never release the parent's lock;
- *    closing them in the child only frees memory.
+ *    to act in the child (DLOCK_E_FORKED, dlock_cancel too) and never release
+ *    the parent's lock. Closing them in the child deliberately frees nothing
+ *    but the handle itself: the lock's and client's state, connections and
+ *    threads' mutexes are the parent's (closing a connection would end the
+ *    parent's session; a mutex held by a parent thread would hang), so they
+ *    are leaked, and closing them in each of many children reclaims nothing.
  *  - Passwords never appear in any message.
  */
 #ifndef DLOCK_DLOCK_H_
@@ -108,8 +112,15 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *     read_timeout    seconds (1..86400, default 30)
  *     table           lease table name (default distributed_lock)
  *     row_table       row-lock table name (default fixed_lock)
- *     ssl_mode        disable|require|verify (default disable)
- *     ssl_ca          CA file for ssl_mode=verify
+ *     ssl_mode        disable|require|verify (default disable). require:
+ *                     every connection is encrypted or refused
+ *                     (DLOCK_E_CONNECT, also when the server offers no
+ *                     TLS); the server's identity is not checked, except
+ *                     that with ssl_ca set its certificate must chain to
+ *                     that CA. verify: as require, and the certificate must
+ *                     chain to ssl_ca (or, without ssl_ca, to the system's
+ *                     CAs) and name the URL's host (DNS name or IP address)
+ *     ssl_ca          CA file (PEM) to check the server's certificate with
  *     cleanup_interval_ms  run dlock_client_cleanup this often on a thread of
  *                     the client's (0 = never, the default); one client at a
  *                     time across the fleet actually cleans
@@ -292,7 +303,8 @@ DLOCK_EXPORT int dlock_wait_lost(dlock_lock *lock, int64_t timeout_ms, dlock_err
  * that is not a wait (an acquire, renew or release round trip) is let finish,
  * so that its outcome is known. Calls started later are not affected.
  * Thread safety: any thread. Returns DLOCK_OK, DLOCK_E_INVALID for NULL, or
- * DLOCK_E_FORKED in a forked child (it never acts on the parent's calls). */
+ * DLOCK_E_FORKED in a forked child (nothing is cancelled or sent: the
+ * waits are the parent's). */
 DLOCK_EXPORT int dlock_cancel(dlock_lock *lock);
 
 /* ---- accessors (never touch the network; any thread) ------------------- */

@@ -138,7 +138,8 @@ class Lock {
   // timeout passes (kTimeout) or Cancel() is called (kCancelled).
   Status WaitLost(int64_t timeout_ms);
   // Makes a Try or WaitLost running in another thread return kCancelled.
-  void Cancel();
+  // kForked (and nothing done, nothing sent) in a forked child.
+  Status Cancel();
   // Row locks (or a lease after Begin): runs sql on the lock's own
   // transaction. nullptr param = NULL.
   Status Exec(const std::string& sql, const std::vector<const std::string*>& params,
