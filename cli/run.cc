@@ -163,7 +163,7 @@ int CmdRun(const RunArgs& a) {
     siginfo_t si;
     int sig = wait_signal(200, &si);
     if (sig > 0 && IsForwarded(sig) && interrupted == 0) interrupted = sig;
-    if (interrupted != 0) lock->Cancel();  // again each turn: the Try may not have begun
+    if (interrupted != 0) (void)lock->Cancel();  // again each turn: the Try may not have begun
   }
   acquirer.join();
   if (interrupted != 0) {
@@ -333,7 +333,7 @@ int CmdRun(const RunArgs& a) {
   }
 
   w.stop = true;
-  lock->Cancel();
+  (void)lock->Cancel();
   watcher.join();
   const int64_t held_ms = MsSince(t_acquired);
   dlock::Status rel = lock->Release();

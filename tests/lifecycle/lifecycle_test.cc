@@ -461,7 +461,7 @@ TEST_CASE("cancel: a waiting Try and a WaitLost return kCancelled promptly") {
     REQUIRE(dtest::PollUntil(Clock::now() + std::chrono::seconds(5),
                              [&] { return Counter(c2, "statements") > sent_before; }));
     const auto t0 = Clock::now();
-    waiter->Cancel();
+    (void)waiter->Cancel();
     CHECK(f.get() == Code::kCancelled);
     // Printed for tests/lifecycle/repeat_cancel.sh, which runs this case many times.
     std::printf("cancel %s: %lld ms\n", mode, static_cast<long long>(MsSince(t0)));
@@ -473,7 +473,7 @@ TEST_CASE("cancel: a waiting Try and a WaitLost return kCancelled promptly") {
     // WaitLost sends nothing, so there is no sign it has started: cancel
     // until it returns (a cancel before it starts does not count).
     CHECK(dtest::PollUntil(Clock::now() + std::chrono::seconds(5), [&] {
-      waiter->Cancel();
+      (void)waiter->Cancel();
       return w.wait_for(std::chrono::milliseconds(20)) == std::future_status::ready;
     }));
     CHECK(w.get() == Code::kCancelled);
