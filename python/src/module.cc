@@ -207,7 +207,8 @@ SteadyClock::time_point DeadlineAfter(int64_t ms) {
 }
 
 int64_t LeftMs(SteadyClock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now()).count();
+  // Rounded up: a wait never ends before the deadline the caller asked for.
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - SteadyClock::now()).count();
   return left > 0 ? left : 0;
 }
 
