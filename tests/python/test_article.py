@@ -154,12 +154,13 @@ def test_repr(client: dlock.Client, key: str) -> None:
 
 
 class FakePyMySQLConnection:
-    """Looks like a DB-API connection (as pymysql.connect() returns)."""
+    """Looks like a PyMySQL connection, to a server that is not there."""
 
-    host = "db.example"
-    port = 3307
+    host = "127.0.0.1"
+    port = 1  # nothing listens: refused at once
+    unix_socket = None
     user = "app"
-    password = b"s3cret-never-shown"
+    password = b"s3cret@/:never-shown"
     db = b"orders"
 
     def cursor(self):  # pragma: no cover - never called
@@ -169,13 +170,14 @@ class FakePyMySQLConnection:
         raise AssertionError
 
 
-def test_dbapi_connection_is_refused_with_what_to_pass() -> None:
-    with pytest.raises(TypeError) as e:
+def test_dbapi_connection_settings_are_read_and_the_password_never_shown() -> None:
+    # The connection's server, user, password and database are used (issue 8
+    # part 2); a failure names the server, never the password.
+    with pytest.raises(dlock.ConnectionError) as e:
         dlock.MysqlDistributedLock(FakePyMySQLConnection(), "order:1001", timeout=30)
     msg = str(e.value)
-    assert "dlock.connect('mysql://app:PASSWORD@db.example:3307/orders')" in msg
-    assert "dlock.Client" in msg
-    assert "s3cret" not in msg
+    assert "127.0.0.1:1/orders" in msg, msg
+    assert "s3cret" not in msg and "never-shown" not in msg
 
 
 @pytest.mark.filterwarnings("ignore:.*fork.*:DeprecationWarning")  # forking with threads is the point
