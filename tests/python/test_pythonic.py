@@ -265,3 +265,10 @@ def test_one_alock_shared_by_tasks_takes_turns(client: dlock.Client, key: str) -
         return seen
 
     assert asyncio.run(main()) == [1, 1, 1, 1]
+
+
+def test_range_errors_speak_in_seconds(client: dlock.Client, key: str) -> None:
+    with pytest.raises(dlock.InvalidArgument, match=r"ttl out of range: 2678400 s \(allowed 0\.001 s to 2592000 s\)"):
+        client.lock(key, ttl=31 * 24 * 3600)
+    with pytest.raises(dlock.InvalidArgument, match=r"wait must be 0 s to 86400 s .*got 172800 s"):
+        client.lock(key).acquire(timeout=2 * 86400)
