@@ -87,8 +87,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("url")
     ap.add_argument("--lib", default=None)
-    ap.add_argument("--iters", type=int, default=400)
-    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--iters", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=21)
     a = ap.parse_args()
     import dlock
 
