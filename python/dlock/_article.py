@@ -71,7 +71,7 @@ def _attr(conn: Any, *names: str) -> Any:
     return None
 
 
-def _ask(conn: Any, query: str) -> Optional[str]:
+def _ask(conn: Any, query: str, column: int = 0) -> Optional[str]:
     """One value from the application's connection, for what a driver does
     not keep as an attribute (mysqlclient)."""
     try:
@@ -83,7 +83,7 @@ def _ask(conn: Any, query: str) -> Optional[str]:
             cur.close()
     except Exception:  # noqa: BLE001 - best effort: the field stays unknown
         return None
-    return _text(row[0]) if row and row[0] is not None else None
+    return _text(row[column]) if row and len(row) > column and row[column] is not None else None
 
 
 def _dbapi_settings(conn: Any) -> Dict[str, Any]:
@@ -116,11 +116,18 @@ def _dbapi_settings(conn: Any) -> Dict[str, Any]:
     password = _attr(conn, "password")  # PyMySQL keeps it; the others do not
     if isinstance(password, (bytes, bytearray)):
         password = bytes(password).decode("latin1")  # PyMySQL stored it encoded so
+    # TLS: what the connection requires (PyMySQL >= 1.1 tries TLS on its own
+    # and keeps whether it was asked for), else what the session really uses.
     ssl_mode = None
-    ctx = _attr(conn, "ctx")
-    if getattr(conn, "ssl", False) or ctx is not None:
+    required = getattr(conn, "_ssl_required", None)
+    if required is None and module == "pymysql":
+        required = bool(getattr(conn, "ssl", False))  # older PyMySQL: set only when configured
+    if required is None:
+        required = bool(_ask(conn, "SHOW SESSION STATUS LIKE 'Ssl_cipher'", 1))
+    if required:
         import ssl as _ssl
 
+        ctx = _attr(conn, "ctx")
         verify = ctx is not None and getattr(ctx, "verify_mode", _ssl.CERT_NONE) != _ssl.CERT_NONE
         ssl_mode = "verify" if verify else "require"
     if database is None or (host is None and sock is None):

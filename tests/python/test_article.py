@@ -206,3 +206,20 @@ def test_fork_child_cannot_release_parents_lock(client: dlock.Client, key: str) 
     assert lock.acquired  # still ours
     assert dlock.MysqlDistributedLock(client, key).acquire(wait_time=0) is False
     assert lock.release() is True
+
+
+def test_dbapi_tls_settings_follow_the_connection() -> None:
+    import ssl
+
+    from dlock._article import _dbapi_settings
+
+    conn = FakePyMySQLConnection()
+    conn._ssl_required = False  # PyMySQL trying TLS on its own: not required
+    assert _dbapi_settings(conn)["ssl_mode"] is None
+    conn._ssl_required = True
+    conn.ctx = ssl.create_default_context()  # verifies the certificate
+    st = _dbapi_settings(conn)
+    assert st["ssl_mode"] == "verify" and st["password"] == "s3cret@/:never-shown"
+    conn.ctx.check_hostname = False
+    conn.ctx.verify_mode = ssl.CERT_NONE
+    assert _dbapi_settings(conn)["ssl_mode"] == "require"

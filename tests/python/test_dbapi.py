@@ -100,3 +100,24 @@ def test_select_is_refused_clearly(client: dlock.Client, key: str, table: str) -
             with pytest.raises(dlock.InvalidArgument, match="returns rows"):
                 held.execute(stmt)
         assert held.execute(f"DELETE FROM {table} WHERE id = %s", (99,)) == 0
+
+
+@pytest.mark.parametrize("driver", ["MySQLdb", "mariadb"])
+def test_other_drivers_connections(db_url: str, key: str, driver: str) -> None:
+    """mysqlclient and MariaDB Connector/Python (optional: they compile
+    against libmariadb; not in the test requirements)."""
+    mod = pytest.importorskip(driver)
+    u = urllib.parse.urlsplit(db_url)
+    if u.password:
+        pytest.skip("these drivers do not expose the password (DLOCK_PASSWORD would be needed)")
+    conn = mod.connect(host=u.hostname, port=u.port or 3306, user=urllib.parse.unquote(u.username or "root"),
+                       database=u.path.lstrip("/"))
+    try:
+        lock = dlock.MysqlDistributedLock(conn, key, timeout=10)
+        other = dlock.MysqlDistributedLock(_pymysql(db_url), key)
+        assert lock.client is other.client  # same server, user, database and process
+        assert lock.acquire(wait_time=1)
+        assert other.acquire(wait_time=0) is False
+        assert lock.release() is True
+    finally:
+        conn.close()
