@@ -61,7 +61,7 @@ if [ -f pyproject.toml ]; then
   venv=build/venv
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
-  "$venv/bin/python" -m pip install -q . pytest || failed+=("pip install .")
+  "$venv/bin/python" -m pip install -q . pytest pymysql || failed+=("pip install .")
   "$venv/bin/python" -m pytest -q tests/python || failed+=("pytest")
 fi
 

@@ -1,9 +1,9 @@
 """dlock: distributed locks on the MySQL/MariaDB server you already run.
 
-The article's class::
+The article's class, on the application's own connection::
 
-    import dlock
-    conn = dlock.connect("mysql://root@127.0.0.1:3306/test")
+    import dlock, pymysql
+    conn = pymysql.connect(host="127.0.0.1", user="app", password="...", database="app")
     lock = dlock.MysqlDistributedLock(conn, "order:1001", timeout=30, retry_interval=0.1)
     if not lock.acquire(wait_time=3):
         raise Exception("获取锁失败")
@@ -18,7 +18,7 @@ The Pythonic forms::
     with client.lock("job:refresh", ttl=30, wait=3) as held:       # auto-renewing lease
         write(fencing_token=held.token)
     with client.row_lock("order_compensate", wait=5) as held:       # SELECT ... FOR UPDATE
-        held.execute("UPDATE orders SET state = ? WHERE id = ?", ("done", 1001))
+        held.execute("UPDATE orders SET state = %s WHERE id = %s", ("done", 1001))
     async with client.alock("job:refresh", ttl=30, wait=3):
         ...
 
@@ -27,6 +27,7 @@ C++ core, linked into dlock._core; this package adapts it to Python.
 """
 
 from . import _core
+from ._convert import PARAMSTYLE as paramstyle
 from ._article import MysqlDistributedLock
 from ._client import AsyncLock, Client, Event, EventType, Lock, Severity, connect
 from ._errors import (
@@ -58,6 +59,7 @@ def version() -> str:
 
 __all__ = [
     "__version__",
+    "paramstyle",
     "version",
     "connect",
     "Client",

@@ -20,17 +20,19 @@ from __future__ import annotations
 
 import os
 import threading
+import urllib.parse
 from types import TracebackType
 from typing import Any, Dict, Optional, Tuple, Type, Union
 
 from . import _convert, _core
 from ._client import Client
-from ._errors import LockLost, LockTimeout, MaxHold, StateError
+from ._errors import ConnectionError, LockLost, LockTimeout, MaxHold, StateError
 
 __all__ = ["MysqlDistributedLock"]
 
 _shared_mu = threading.Lock()
 _shared: Dict[Tuple[int, str], Client] = {}
+_dbapi_shared: Dict[Tuple[Any, ...], Client] = {}
 
 
 def _shared_client(url: str) -> Client:
@@ -52,23 +54,134 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _dbapi_hint(conn: Any) -> str:
-    """A URL to pass instead of a DB-API connection, when it can be read off
-    the connection (never its password)."""
-    def text(v: Any) -> Optional[str]:
-        if isinstance(v, bytes):
-            v = v.decode("utf-8", "replace")
-        return v if isinstance(v, str) and v else None
+def _text(v: Any) -> Optional[str]:
+    if isinstance(v, (bytes, bytearray)):
+        v = bytes(v).decode("utf-8", "replace")
+    return v if isinstance(v, str) and v else None
 
-    host = text(getattr(conn, "host", None))
-    user = text(getattr(conn, "user", None))
-    db = text(getattr(conn, "db", None)) or text(getattr(conn, "database", None))
-    port = getattr(conn, "port", None)
-    if host and db:
-        who = f"{user}:PASSWORD@" if user else ""
-        where = f"{host}:{port}" if isinstance(port, int) and port else host
-        return f"dlock.connect('mysql://{who}{where}/{db}')"
-    return "dlock.connect('mysql://user:password@host:3306/database')"
+
+def _attr(conn: Any, *names: str) -> Any:
+    for n in names:
+        try:
+            v = getattr(conn, n, None)
+        except Exception:  # noqa: BLE001 - a driver property may raise on a closed connection
+            v = None
+        if v not in (None, "", b""):
+            return v
+    return None
+
+
+def _ask(conn: Any, query: str, column: int = 0) -> Optional[str]:
+    """One value from the application's connection, for what a driver does
+    not keep as an attribute (mysqlclient)."""
+    try:
+        cur = conn.cursor()
+        try:
+            cur.execute(query)
+            row = cur.fetchone()
+        finally:
+            cur.close()
+    except Exception:  # noqa: BLE001 - best effort: the field stays unknown
+        return None
+    return _text(row[column]) if row and len(row) > column and row[column] is not None else None
+
+
+def _dbapi_settings(conn: Any) -> Dict[str, Any]:
+    """Where a PyMySQL, mysqlclient or MariaDB Connector/Python connection
+    goes: host, port, unix socket, user, password (when the driver keeps
+    it), database and TLS. Never shown anywhere."""
+    module = type(conn).__module__.split(".")[0]
+    sock = _text(_attr(conn, "unix_socket"))
+    host = _text(_attr(conn, "host", "server_name"))
+    port = _attr(conn, "port", "server_port")
+    info = None
+    if host is None and hasattr(conn, "get_host_info"):  # mysqlclient: "127.0.0.1 via TCP/IP"
+        try:
+            info = _text(conn.get_host_info())
+        except Exception:  # noqa: BLE001
+            info = None
+        if info and "socket" in info.lower():
+            sock = sock or _ask(conn, "SELECT @@socket")
+        elif info:
+            host = info.split(" ", 1)[0]
+    if host is not None and port is None and sock is None:
+        port = _ask(conn, "SELECT @@port")
+    user = _text(_attr(conn, "user"))
+    if user is None:
+        who = _ask(conn, "SELECT USER()")
+        user = who.rsplit("@", 1)[0] if who else None
+    database = _text(_attr(conn, "db", "database"))
+    if database is None:
+        database = _ask(conn, "SELECT DATABASE()")
+    password = _attr(conn, "password")  # PyMySQL keeps it; the others do not
+    if isinstance(password, (bytes, bytearray)):
+        password = bytes(password).decode("latin1")  # PyMySQL stored it encoded so
+    # TLS: what the connection requires (PyMySQL >= 1.1 tries TLS on its own
+    # and keeps whether it was asked for), else what the session really uses.
+    ssl_mode = None
+    required = getattr(conn, "_ssl_required", None)
+    if required is None and module == "pymysql":
+        required = bool(getattr(conn, "ssl", False))  # older PyMySQL: set only when configured
+    if required is None:
+        required = bool(_ask(conn, "SHOW SESSION STATUS LIKE 'Ssl_cipher'", 1))
+    if required:
+        import ssl as _ssl
+
+        ctx = _attr(conn, "ctx")
+        verify = ctx is not None and getattr(ctx, "verify_mode", _ssl.CERT_NONE) != _ssl.CERT_NONE
+        ssl_mode = "verify" if verify else "require"
+    if database is None or (host is None and sock is None):
+        raise TypeError(
+            f"MysqlDistributedLock could not read the server and database off this "
+            f"{module}.{type(conn).__name__} connection: pass a dlock.Client instead "
+            "(conn = dlock.connect('mysql://user:password@host:3306/database'))")
+    return {"host": host, "port": int(port) if port not in (None, "") else None, "socket": sock,
+            "user": user, "password": password if isinstance(password, str) else None,
+            "database": database, "ssl_mode": ssl_mode, "driver": module}
+
+
+def _url_of(st: Dict[str, Any]) -> str:
+    q = urllib.parse.quote
+    auth = ""
+    if st["user"]:
+        auth = q(st["user"], safe="")
+        if st["password"]:
+            auth += ":" + q(st["password"], safe="")
+        auth += "@"
+    host = st["host"] or "localhost"
+    if ":" in host:
+        host = f"[{host}]"
+    where = f"{host}:{st['port']}" if st["port"] else host
+    opts = {}
+    if st["socket"]:
+        opts["socket"] = st["socket"]
+    if st["ssl_mode"]:
+        opts["ssl_mode"] = st["ssl_mode"]
+    query = ("?" + urllib.parse.urlencode(opts)) if opts else ""
+    return f"mysql://{auth}{where}/{q(st['database'], safe='')}{query}"
+
+
+def _client_for_dbapi(conn: Any) -> Client:
+    """A dlock client on the server of the application's DB-API connection,
+    one per (server, user, database, process): lock waits run on dlock's own
+    bounded pool, never on the application's connection (article 6.3)."""
+    st = _dbapi_settings(conn)
+    k = (os.getpid(), st["socket"] or f"{st['host']}:{st['port']}", st["user"], st["database"],
+         st["ssl_mode"])
+    with _shared_mu:
+        c = _dbapi_shared.get(k)
+        if c is not None:
+            return c
+    try:
+        c = Client(_url_of(st))
+    except ConnectionError as e:
+        hint = ""
+        if st["password"] is None:
+            hint = (f" ({st['driver']} does not expose the connection's password: set DLOCK_PASSWORD,"
+                    " or pass dlock.connect('mysql://user:password@host:port/database'))")
+        raise ConnectionError(f"{e}{hint}", e.code, e.server_errno) from None
+    with _shared_mu:
+        return _dbapi_shared.setdefault(k, c)
 
 
 def _resolve(conn: Any) -> Client:
@@ -76,27 +189,27 @@ def _resolve(conn: Any) -> Client:
         return conn
     if isinstance(conn, str):
         return _shared_client(conn)
-    module = type(conn).__module__.split(".")[0]
     if hasattr(conn, "cursor") and hasattr(conn, "commit"):
-        raise TypeError(
-            f"MysqlDistributedLock needs a dlock.Client or a mysql:// URL, not a DB-API connection "
-            f"({module}.{type(conn).__name__}): dlock takes locks on a bounded pool of its own "
-            f"connections so that lock waits never starve the application's pool (article 6.3). "
-            f"Open one once per process, e.g. conn = {_dbapi_hint(conn)}, and pass it instead."
-        )
+        return _client_for_dbapi(conn)
     raise TypeError(
-        "MysqlDistributedLock needs a dlock.Client (conn = dlock.connect('mysql://user@host:3306/db')) "
-        f"or a mysql:// URL string, not {type(conn).__name__}"
+        "MysqlDistributedLock needs a dlock.Client (conn = dlock.connect('mysql://user@host:3306/db')), "
+        f"a mysql:// URL string or a PyMySQL/mysqlclient/mariadb connection, not {type(conn).__name__}"
     )
 
 
 class MysqlDistributedLock:
     """``MysqlDistributedLock(conn, lock_key, timeout=30, retry_interval=0.1)``.
 
-    conn: a ``dlock.Client`` (from ``dlock.connect(url)``) or a URL string
-    (one client per URL and process is opened and shared). A DB-API
-    connection (PyMySQL, mysqlclient, mariadb) is refused with a TypeError
-    that says what to pass instead.
+    conn: as in the article, the application's own connection (PyMySQL,
+    mysqlclient or MariaDB Connector/Python); or a ``dlock.Client`` (from
+    ``dlock.connect(url)``) or a URL string. From a connection, dlock reads
+    its host, port, unix socket, user, password (PyMySQL keeps it; for the
+    other two set DLOCK_PASSWORD), database and TLS mode, and takes its locks
+    on a client of its own on that server, shared by every lock of the same
+    server, user and database in the process: the application's connection
+    is never used for locking, so lock waits cannot starve its pool (article
+    6.3) and its transactions are its own. For TLS with a CA of your own,
+    pass a client opened with ``ssl_ca=``.
 
     timeout: the lease length (ttl) in seconds; floats are allowed.
 
@@ -118,7 +231,7 @@ class MysqlDistributedLock:
 
     def __init__(
         self,
-        conn: Union[Client, str],
+        conn: Union[Client, str, Any],
         lock_key: Union[str, bytes],
         timeout: float = 30,
         retry_interval: float = 0.1,
@@ -127,7 +240,8 @@ class MysqlDistributedLock:
         max_hold: Optional[float] = None,
         reentrant: bool = True,
     ) -> None:
-        self.conn: Client = _resolve(conn)
+        self.conn = conn  #: what was passed, as in the article
+        self.client: Client = _resolve(conn)  #: the dlock client the lock runs on
         self.lock_key = _convert.check_key(lock_key)
         self.timeout = timeout
         self.retry_interval = retry_interval
@@ -136,7 +250,7 @@ class MysqlDistributedLock:
                                 "auto_renew": auto_renew, "reentrant": reentrant}
         if max_hold is not None:
             opts["max_hold_ms"] = _convert.ms(max_hold, "max_hold")
-        self._lock = _core.Lock(self.conn._c(), lock_key, _convert.options(opts))
+        self._lock = _core.Lock(self.client._c(), lock_key, _convert.options(opts))
 
     @property
     def owner(self) -> str:

@@ -8,12 +8,18 @@ holds no lock logic.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import enum
 import functools
+import heapq
 import inspect
+import logging
+import math
 import os
 import threading
 import time
+import warnings
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
@@ -30,9 +36,12 @@ from typing import (
 )
 
 from . import _convert, _core
-from ._errors import Cancelled, Error, LockTimeout, StateError
+from ._errors import Cancelled, Error, InvalidArgument, LockTimeout, StateError
 
-__all__ = ["connect", "Client", "Lock", "AsyncLock", "Event", "EventType", "Severity"]
+__all__ = ["connect", "Client", "Lock", "AsyncLock", "Event", "EventType", "Severity", "Acquired"]
+
+#: Where events go when a client is opened with ``log_events=True``.
+logger = logging.getLogger("dlock")
 
 Key = _convert.Key
 F = TypeVar("F", bound=Callable[..., Any])
@@ -82,6 +91,12 @@ def connect(url: str, **options: Any) -> "Client":
     ``max_hold_ms``, ``wakeup``, ...) become its locks' defaults. In seconds:
     ``ttl``, ``max_hold``, ``cleanup_interval``, ``cleanup_grace``.
 
+    Also accepted: ``mariadb://``, SQLAlchemy's ``mysql+pymysql://`` (any
+    ``+driver``), and ``localhost`` with a port, which means TCP to that port
+    (without a port, ``localhost`` is the local unix socket).
+    ``log_events=True`` sends the client's events (lost leases, max-hold
+    trips, renewal retries, cleanup) to the ``dlock`` logger.
+
     Connects once to check the server (reachable, writable, not a replica) and
     creates the lock tables if missing. The GIL is released meanwhile.
     """
@@ -91,16 +106,26 @@ def connect(url: str, **options: Any) -> "Client":
 class Client:
     """A connection pool for locks. Safe to share between threads.
 
-    Use one per process and server (open it after a fork, not before).
+    One per process and server is enough. After ``fork()`` (gunicorn
+    ``--preload``, celery prefork, multiprocessing) the child's first use
+    opens fresh connections of its own; locks made in the parent stay the
+    parent's (in the child they raise ``dlock.Forked``).
     """
 
-    def __init__(self, url: str, **options: Any) -> None:
+    def __init__(self, url: str, *, log_events: bool = False, **options: Any) -> None:
         if not isinstance(url, str):
             raise TypeError(f"url must be a str (mysql://user@host:port/database), not {type(url).__name__}")
+        _convert.check_conflicts(options)
         self._options = _convert.options(options)
-        self._url = url  # kept for init(); never shown (repr uses the redacted form)
-        self._where = _convert.redact(url)
-        self._core: Optional[_core.Client] = _core.Client(url, self._options)
+        self._url = _convert.normalize_url(url)  # kept for init(); never shown (repr is redacted)
+        self._where = _convert.redact(self._url)
+        self._mu = threading.Lock()
+        self._pid = os.getpid()
+        self._core: Optional[_core.Client] = _core.Client(self._url, self._options)
+        self._closed = False
+        self._pump: Optional[threading.Thread] = None
+        if log_events:
+            self.log_events()
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -108,11 +133,31 @@ class Client:
         c = self._core
         if c is None:
             raise StateError("the client is closed")
+        if self._pid != os.getpid():
+            c = self._reopen_after_fork()
         return c
+
+    def _reopen_after_fork(self) -> _core.Client:
+        # The parent's connections are the parent's: the core refuses them
+        # here (DLOCK_E_FORKED). A client is just a pool, so the child gets a
+        # pool of its own; no lock is inherited.
+        with self._mu:
+            if self._pid != os.getpid():
+                if self._closed:
+                    raise StateError("the client is closed")
+                self._core = _core.Client(self._url, self._options)
+                self._pid = os.getpid()
+                if self._pump is not None:
+                    self._pump = None
+                    self.log_events()
+            c = self._core
+            assert c is not None
+            return c
 
     def close(self) -> None:
         """Drops this handle. Locks opened on it keep working until they are
         dropped; the pool closes with the last of them."""
+        self._closed = True
         self._core = None
 
     @property
@@ -143,12 +188,30 @@ class Client:
         self._c()
         _core.Client(self._url, self._options)
 
+    def log_events(self) -> None:
+        """Sends this client's events to the ``dlock`` logger from now on:
+        lost leases and max-hold trips as ERROR (critical events) or WARNING,
+        renewal retries as WARNING, cleanup as INFO/DEBUG. Each record carries
+        the event as ``record.dlock_event``. A daemon thread of the package
+        pumps them; it stops at interpreter exit. The pump takes every event
+        off the queue: use it instead of next_event()/events(), not with them.
+
+        Prometheus, say: a ``logging.Handler`` whose ``emit(record)`` does
+        ``EVENTS.labels(record.dlock_event.type.name).inc()``."""
+        if self._pump is not None and self._pump.is_alive():
+            return
+        t = threading.Thread(target=_pump_events, args=(weakref.ref(self),), name="dlock-events",
+                             daemon=True)
+        self._pump = t
+        _pumps.add(t)
+        t.start()
+
     # -- locks ----------------------------------------------------------------
 
     def lock(
         self,
         key: Key,
-        ttl: float = 30.0,
+        ttl: Optional[float] = None,
         wait: float = 3.0,
         *,
         auto_renew: bool = True,
@@ -171,12 +234,16 @@ class Client:
         lease is lost while held. Other ``options``: dlock.h's lock keys
         (``wakeup``, ``holder``, ...).
 
-        Not acquired until used: ``with`` or ``acquire()``. Reentrant per
-        object and thread: the same thread entering the same Lock object again
-        counts up.
+        Not acquired until used: ``with`` (waits ``wait`` seconds, then
+        ``dlock.LockTimeout``) or ``acquire()`` (like ``threading.Lock``:
+        blocks until acquired unless given ``timeout`` or ``blocking=False``).
+        Reentrant per object and thread: the same thread entering the same
+        Lock object again counts up.
         """
-        opts: Dict[str, Any] = {"mode": "lease", "ttl_ms": _convert.ms(ttl, "ttl", positive=True),
-                                "auto_renew": auto_renew, "reentrant": reentrant}
+        _convert.check_conflicts(dict(options, ttl=ttl, max_hold=max_hold))
+        opts: Dict[str, Any] = {"mode": "lease", "auto_renew": auto_renew, "reentrant": reentrant}
+        if "ttl_ms" not in options:
+            opts["ttl_ms"] = _convert.ms(30.0 if ttl is None else ttl, "ttl", positive=True)
         if max_hold is not None:
             opts["max_hold_ms"] = _convert.ms(max_hold, "max_hold")
         opts.update(options)
@@ -200,6 +267,7 @@ class Client:
         block commits (the release), an exception rolls back. ``shards=N``
         maps the key onto one of N rows (A12: exclusion is then per shard).
         """
+        _convert.check_conflicts(options)
         opts: Dict[str, Any] = {"mode": "row", "reentrant": reentrant, "shards": shards}
         opts.update(options)
         return Lock(self, key, opts, wait=wait, transaction=False, on_lost=on_lost)
@@ -207,7 +275,7 @@ class Client:
     def alock(
         self,
         key: Key,
-        ttl: float = 30.0,
+        ttl: Optional[float] = None,
         wait: float = 3.0,
         *,
         auto_renew: bool = True,
@@ -221,19 +289,24 @@ class Client:
 
         The blocking core calls run in a thread pool of this package, so the
         event loop keeps running while it waits; cancelling the task cancels
-        the wait (the core's Cancel()). The holder is the AsyncLock object,
-        not a thread: use one per task (they are not reentrant).
+        the wait (the core's Cancel()). One AsyncLock may be shared by
+        several tasks, like ``asyncio.Lock``: each waits its turn (it is not
+        reentrant: a task entering it twice waits for itself).
         ``mode="row"`` gives the row lock (ttl and auto_renew do not apply).
         """
+        _convert.check_conflicts(dict(options, ttl=ttl, max_hold=max_hold))
         opts: Dict[str, Any] = {"mode": mode, "holder": "lock", "reentrant": False}
         if mode == "lease":
-            opts.update(ttl_ms=_convert.ms(ttl, "ttl", positive=True), auto_renew=auto_renew)
+            opts["auto_renew"] = auto_renew
+            if "ttl_ms" not in options:
+                opts["ttl_ms"] = _convert.ms(30.0 if ttl is None else ttl, "ttl", positive=True)
         if max_hold is not None:
             opts["max_hold_ms"] = _convert.ms(max_hold, "max_hold")
         opts.update(options)
         return AsyncLock(Lock(self, key, opts, wait=wait, transaction=transaction, on_lost=on_lost))
 
-    def locked(self, key: Key, ttl: float = 30.0, wait: float = 3.0, **kwargs: Any) -> Callable[[F], F]:
+    def locked(self, key: Key, ttl: Optional[float] = None, wait: float = 3.0,
+               **kwargs: Any) -> Callable[[F], F]:
         """Decorator: runs the function while holding the lock.
 
         ``@client.locked("job:refresh", ttl=30, wait=3)``. Every call of a
@@ -303,6 +376,114 @@ class Client:
         """Deletes leases expired longer than cleanup_grace ago (A8), unless
         another client is cleaning right now; returns the rows deleted."""
         return self._c().cleanup()
+
+
+_LOG_LEVELS = {0: logging.INFO, 1: logging.WARNING, 2: logging.CRITICAL}
+_exiting = threading.Event()
+_pumps: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()
+
+
+def _pump_events(ref: "weakref.ref[Client]") -> None:
+    """Body of the log_events() thread: holds the client only while it waits
+    (0.2 s at a time), so a dropped client ends the pump; so does exit."""
+    while not _exiting.is_set():
+        client = ref()
+        if client is None or client.closed or client._pump is not threading.current_thread():
+            return
+        try:
+            events = client.events(timeout=0.2)
+        except Error as e:  # a forked child's pump thread does not exist; others say why
+            logger.warning("dlock: event pump stopped: %s", e)
+            return
+        del client
+        for ev in events:
+            cleanup = ev.type == EventType.CLEANUP and ev.severity == Severity.INFO
+            level = logging.DEBUG if cleanup else _LOG_LEVELS.get(int(ev.severity), logging.WARNING)
+            logger.log(level, "%s %r (token %d, owner %s): %s", ev.type.name.lower(), ev.key,
+                       ev.token, ev.owner or "-", ev.message, extra={"dlock_event": ev})
+
+
+def _at_exit() -> None:
+    # Before the interpreter tears down: pumps stop (they never outlive it),
+    # and locks dropped while held (see Lock.__del__) are given back now.
+    _exiting.set()
+    for t in list(_pumps):
+        t.join(timeout=1.0)
+    _reaper.drain()
+
+
+class _Reaper:
+    """Keeps locks that were garbage-collected while held until their lease
+    would have run out, then lets them go (Lock.__del__). One daemon thread,
+    started on first use."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition()
+        self._heap: List[Any] = []
+        self._seq = 0
+        self._thread: Optional[threading.Thread] = None
+
+    def keep(self, core: Any, seconds: float) -> None:
+        with self._cv:
+            self._seq += 1
+            heapq.heappush(self._heap, (time.monotonic() + seconds, self._seq, core))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="dlock-reaper", daemon=True)
+                self._thread.start()
+            self._cv.notify()
+
+    def _run(self) -> None:
+        while not _exiting.is_set():
+            with self._cv:
+                while self._heap and self._heap[0][0] <= time.monotonic():
+                    heapq.heappop(self._heap)  # the last reference: closing it releases
+                timeout = self._heap[0][0] - time.monotonic() if self._heap else None
+                self._cv.wait(timeout)
+
+    def drain(self) -> None:
+        with self._cv:
+            items, self._heap = self._heap, []
+            self._cv.notify()
+        del items  # closing them releases them, on this (the main) thread
+
+    def after_fork(self) -> None:
+        self._cv = threading.Condition()
+        self._heap = []  # the parent's, refused here anyway
+        self._thread = None
+
+
+_reaper = _Reaper()
+atexit.register(_at_exit)
+
+
+class Acquired(int):
+    """What ``Lock.acquire()`` returns: true when acquired (it equals True or
+    False, like threading's), and a context manager, so that filelock's
+    ``with lock.acquire(timeout=5):`` works: the block runs holding the lock
+    and leaving it releases; not acquired, entering raises
+    ``dlock.LockTimeout`` (nothing is held)."""
+
+    _lock: "Lock"
+    _waited: float
+
+    def __new__(cls, ok: bool, lock: "Lock", waited: float) -> "Acquired":
+        self = super().__new__(cls, 1 if ok else 0)
+        self._lock = lock
+        self._waited = waited
+        return self
+
+    def __repr__(self) -> str:
+        return "True" if self else "False"
+
+    def __enter__(self) -> "Lock":
+        if not self:
+            raise LockTimeout(self._lock._busy_message(self._waited), 1)
+        return self._lock
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        if self:
+            self._lock.__exit__(exc_type, exc, tb)
 
 
 class Lock:
@@ -389,11 +570,41 @@ class Lock:
 
     # -- acquire / release -------------------------------------------------
 
-    def acquire(self, wait: Optional[float] = None) -> bool:
-        """Takes the lock, waiting at most ``wait`` seconds (default: the
-        lock's). True when held; False when someone else held it all along.
-        Ctrl-C interrupts the wait (KeyboardInterrupt)."""
-        return self._acquire_ms(self._wait_ms if wait is None else _convert.ms(wait, "wait"))
+    def acquire(self, blocking: bool = True, timeout: Optional[float] = -1, *,
+                wait: Optional[float] = None) -> Acquired:
+        """Takes the lock, like ``threading.Lock.acquire``: with no argument
+        it waits until it gets it; ``timeout`` seconds bound the wait (-1 or
+        None: no bound); ``blocking=False`` tries once. True when held, False
+        when someone else held it the whole time. (``wait=`` seconds is the
+        older spelling of ``timeout=``.)
+
+        The result is also a context manager: ``with lock.acquire(timeout=5):``
+        runs the block holding the lock and releases it after (raising
+        ``dlock.LockTimeout`` when not acquired). Ctrl-C interrupts a wait
+        (KeyboardInterrupt, nothing held)."""
+        if wait is not None:
+            if timeout not in (-1, None):
+                raise InvalidArgument("both timeout and wait were given: pass one")
+            timeout = wait
+        if not blocking:
+            if timeout not in (-1, None):
+                raise ValueError("can't specify a timeout for a non-blocking call")
+            ms = 0
+        elif timeout is None or (not isinstance(timeout, bool) and timeout == -1):
+            ms = -1  # no limit
+        else:
+            ms = _convert.ms(timeout, "timeout")
+        return Acquired(self._acquire_ms(ms), self, ms / 1000.0)
+
+    def locked(self) -> bool:
+        """True while this object holds the lock (in any thread), like
+        ``threading.Lock.locked()``. It does not ask the server about other
+        clients: try ``acquire(blocking=False)`` for that."""
+        return self._core.held
+
+    def _busy_message(self, waited_s: float) -> str:
+        return (f"lock {self._key!r} was not acquired within {waited_s:g} s "
+                "(someone else holds it)")
 
     def _acquire_ms(self, wait_ms: int) -> bool:
         if not self._core.try_(wait_ms):
@@ -432,10 +643,22 @@ class Lock:
         self._core.begin()
 
     def execute(self, sql: str, params: Optional[Sequence[Any]] = None) -> int:
-        """Runs one statement (``?`` placeholders) on the lock's transaction
-        (a row lock, or a lease after begin()); returns the affected rows.
-        For INSERT/UPDATE/DELETE: no result set comes back; no DDL."""
-        return self._core.exec(sql, _convert.sql_params(params))
+        """Runs one statement on the lock's transaction (a row lock, or a
+        lease after begin()); returns the affected rows.
+
+        Parameters are written as Python's MySQL drivers write them, ``%s``
+        (``%%`` for a literal percent, as in PyMySQL), or as ``?``:
+        ``held.execute("UPDATE t SET v = %s WHERE id = %s", (v, 1))``. Values
+        are sent apart from the statement (a prepared statement), never
+        pasted into it. For INSERT/UPDATE/DELETE and the like: a SELECT is
+        refused (dlock.InvalidArgument), as are COMMIT, ROLLBACK and DDL,
+        which would end the lock's transaction."""
+        if not isinstance(sql, str):
+            raise TypeError(f"sql must be a str, not {type(sql).__name__}")
+        values = _convert.sql_params(params)
+        _convert.check_no_rows(sql)
+        return self._core.exec(_convert.placeholders(sql, len(values) if params is not None else 0),
+                               values)
 
     def rollback(self) -> None:
         """Row lock: ROLLBACK instead of COMMIT, which also releases it.
@@ -463,10 +686,31 @@ class Lock:
 
     def __enter__(self) -> "Lock":
         if not self._acquire_ms(self._wait_ms):
-            raise LockTimeout(
-                f"lock {self._key!r} was not acquired within {self._wait_ms / 1000:g} s "
-                "(someone else holds it)", 1)
+            raise LockTimeout(self._busy_message(self._wait_ms / 1000), 1)
         return self
+
+    def __del__(self) -> None:
+        # A lock dropped while held (``if client.lock("job").acquire(): job()``
+        # drops it at once): releasing it now would let another client in
+        # while the caller still works. It is kept as if its process had
+        # stopped renewing: until its lease runs out (a row lock: its
+        # transaction is kept for as long as a default lease, 30 s), then
+        # given back; a ResourceWarning names the line to fix.
+        core = getattr(self, "_core", None)
+        if core is None or _exiting.is_set():
+            return
+        try:
+            if core.hold_count <= 0:
+                return
+            left = core.remaining_ms
+            keep = (left if left >= 0 else 30_000) / 1000.0
+            warnings.warn(
+                f"dlock lock {self._key!r} was garbage-collected while held: it stays held for "
+                f"{keep:g} s more (until its lease would run out), then it is released. Keep a "
+                "reference and release it (or use `with`).", ResourceWarning, stacklevel=2)
+            _reaper.keep(core, keep)
+        except Exception:  # noqa: BLE001 - never raise from __del__
+            pass
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
@@ -544,6 +788,7 @@ def _after_fork_in_child() -> None:
     global _exec_mu, _executor_obj
     _exec_mu = threading.Lock()
     _executor_obj = None  # its threads stayed in the parent
+    _reaper.after_fork()
 
 
 if hasattr(os, "register_at_fork"):
@@ -566,6 +811,18 @@ class AsyncLock:
 
     def __init__(self, lock: Lock) -> None:
         self._lock = lock
+        # Tasks sharing this object take turns here first, as on an
+        # asyncio.Lock: the core's holder is the object, so two tasks must
+        # not both be inside it.
+        self._turn: Optional[asyncio.Lock] = None
+        self._turn_loop: Optional[asyncio.AbstractEventLoop] = None
+
+    def _turnstile(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._turn is None or self._turn_loop is not loop:
+            self._turn = asyncio.Lock()
+            self._turn_loop = loop
+        return self._turn
 
     @property
     def key(self) -> Key:
@@ -608,15 +865,37 @@ class AsyncLock:
         return "<dlock.AsyncLock" + repr(self._lock)[len("<dlock.Lock"):]
 
     async def acquire(self, wait: Optional[float] = None) -> bool:
-        """Like Lock.acquire(), without blocking the event loop."""
+        """Waits at most ``wait`` seconds (default: the lock's) without
+        blocking the event loop. True when held. Tasks
+        sharing the object wait their turn, within the same ``wait``."""
         wait_ms = self._lock._wait_ms if wait is None else _convert.ms(wait, "wait")
         deadline = time.monotonic() + wait_ms / 1000.0
+        turn = self._turnstile()
+        if not turn.locked():
+            await turn.acquire()  # free: taken at once, no suspension
+        elif wait_ms == 0:
+            return False
+        else:
+            try:
+                await asyncio.wait_for(turn.acquire(), timeout=wait_ms / 1000.0)
+            except asyncio.TimeoutError:
+                return False
+        try:
+            ok = await self._acquire_core(deadline)
+        except BaseException:
+            turn.release()
+            raise
+        if not ok:
+            turn.release()
+        return ok
+
+    async def _acquire_core(self, deadline: float) -> bool:
         stop = threading.Event()
 
         def attempt() -> bool:
             if stop.is_set():  # cancelled before a pool thread picked it up
                 return False
-            left = max(0, int((deadline - time.monotonic()) * 1000))
+            left = max(0, math.ceil((deadline - time.monotonic()) * 1000))
             return self._lock._acquire_ms(left)
 
         fut = asyncio.get_running_loop().run_in_executor(_executor(), attempt)
@@ -624,21 +903,24 @@ class AsyncLock:
             return await asyncio.shield(fut)
         except asyncio.CancelledError:
             stop.set()
-            await self._cancel_call(fut, release_if_won=True)
+            # The core ends the wait promptly, even one about to start, and
+            # gives back an acquisition that won the race with the cancel.
+            self._lock.cancel()
+            await asyncio.wait({fut})
+            if not fut.cancelled() and fut.exception() is None and fut.result():
+                # Acquired before the cancel came: nobody is left to release it.
+                await _run(self._lock._release_quietly)
             raise
 
-    async def _cancel_call(self, fut: "asyncio.Future[Any]", release_if_won: bool) -> None:
-        # Cancel() only reaches a call already running: repeat until it ended.
-        while not fut.done():
-            self._lock.cancel()
-            await asyncio.wait({fut}, timeout=0.05)
-        if fut.cancelled() or fut.exception() is not None:
-            return
-        if release_if_won and fut.result():  # it won the race with the cancel
-            await _run(self._lock._release_quietly)
-
     async def release(self) -> None:
-        await _run(self._lock.release)
+        try:
+            await _run(self._lock.release)
+        finally:
+            self._leave_turn()
+
+    def _leave_turn(self) -> None:
+        if self._turn is not None and self._turn.locked() and self._lock.hold_count == 0:
+            self._turn.release()
 
     async def renew(self) -> None:
         await _run(self._lock.renew)
@@ -657,16 +939,18 @@ class AsyncLock:
         try:
             return await asyncio.shield(fut)
         except asyncio.CancelledError:
-            await self._cancel_call(fut, release_if_won=False)
+            self._lock.cancel()
+            await asyncio.wait({fut})
             raise
 
     async def __aenter__(self) -> "AsyncLock":
         if not await self.acquire():
-            raise LockTimeout(
-                f"lock {self._lock.key!r} was not acquired within {self._lock._wait_ms / 1000:g} s "
-                "(someone else holds it)", 1)
+            raise LockTimeout(self._lock._busy_message(self._lock._wait_ms / 1000), 1)
         return self
 
     async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                         tb: Optional[TracebackType]) -> None:
-        await _run(self._lock.__exit__, exc_type, exc, tb)
+        try:
+            await _run(self._lock.__exit__, exc_type, exc, tb)
+        finally:
+            self._leave_turn()

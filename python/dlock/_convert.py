@@ -96,7 +96,7 @@ def sql_params(params: Optional[Sequence[Any]]) -> List[SqlParam]:
     if params is None:
         return []
     if isinstance(params, (str, bytes, Mapping)):
-        raise TypeError("params must be a sequence (the statement uses ? placeholders)")
+        raise TypeError("params must be a sequence (a tuple or list for the %s or ? placeholders)")
     return [sql_param(p) for p in params]
 
 
@@ -120,3 +120,139 @@ def key_from_core(raw: bytes) -> Key:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return raw
+
+
+# -- URLs as users write them ------------------------------------------------
+
+#: SQLAlchemy-style driver suffixes name the same server: mysql+pymysql://...
+_SCHEMES = ("mysql", "mariadb")
+
+
+def normalize_url(url: str) -> str:
+    """The URL the core takes, from the forms users write.
+
+    ``mysql+pymysql://``, ``mysql+mysqldb://``, ``mariadb+mariadbconnector://``
+    (SQLAlchemy's driver suffix) become ``mysql://``; ``mariadb://`` stays.
+    ``localhost`` *with a port* means TCP to that port on the loopback
+    (127.0.0.1): Connector/C would otherwise take ``localhost`` as "the
+    default unix socket" and ignore the port, which fails in containers.
+    Without a port, ``localhost`` keeps meaning the local socket.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url  # the core says what a URL looks like
+    base = scheme.split("+", 1)[0].lower()
+    if base in _SCHEMES:
+        scheme = base
+    slash = rest.find("/")
+    authority, tail = (rest, "") if slash < 0 else (rest[:slash], rest[slash:])
+    at = authority.rfind("@")
+    userinfo, hostport = (authority[: at + 1], authority[at + 1 :]) if at >= 0 else ("", authority)
+    host, colon, port = hostport.rpartition(":")
+    if colon and host.lower() == "localhost" and port:
+        hostport = f"127.0.0.1:{port}"
+    return f"{scheme}://{userinfo}{hostport}{tail}"
+
+
+def check_conflicts(opts: Mapping[str, Any]) -> None:
+    """``ttl=30, ttl_ms=5`` (the same setting twice, in two units) is an error."""
+    for sec, msk in SECONDS_ALIASES.items():
+        if opts.get(sec) is not None and opts.get(msk) is not None:
+            raise InvalidArgument(f"both {sec} (seconds) and {msk} (milliseconds) were given: pass one")
+
+
+# -- SQL the way Python's MySQL drivers write it ------------------------------
+
+#: PEP 249: execute() takes %s placeholders (format); ? (qmark) works too.
+PARAMSTYLE = "format"
+
+_ROW_STATEMENTS = ("select", "show", "with", "values", "table", "describe", "desc", "explain",
+                   "analyze", "check", "checksum", "handler", "call")
+
+
+def _first_word(sql: str) -> str:
+    i, n = 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c.isspace() or c == "(":
+            i += 1
+        elif sql.startswith("--", i) or c == "#":
+            j = sql.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif sql.startswith("/*", i):
+            j = sql.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        else:
+            break
+    j = i
+    while j < n and (sql[j].isalnum() or sql[j] == "_"):
+        j += 1
+    return sql[i:j].lower()
+
+
+def check_no_rows(sql: str) -> None:
+    """execute() runs statements that return no rows: a SELECT is refused
+    with a clear error instead of running and showing nothing."""
+    word = _first_word(sql)
+    if word in _ROW_STATEMENTS:
+        raise InvalidArgument(
+            f"execute() runs statements that change rows (INSERT, UPDATE, DELETE, ...) and returns "
+            f"the count; a {word.upper()} returns rows, which it cannot hand back: read them with "
+            f"a connection of your own")
+
+
+def placeholders(sql: str, nparams: int) -> str:
+    """``%s`` -> ``?`` and ``%%`` -> ``%`` outside quoted text and comments,
+    as PyMySQL/mysqlclient write parameters (``%%`` inside quotes too);
+    ``?`` passes through. Mixing the
+    two styles in one statement is an error. Without parameters the
+    statement is left exactly as written (``%`` is then an ordinary char)."""
+    if nparams == 0 and "%s" not in sql:
+        return sql
+    out: List[str] = []
+    i, n = 0, len(sql)
+    pct = qmark = False
+    while i < n:
+        c = sql[i]
+        if c in "'\"`":
+            j = i + 1
+            while j < n:
+                if sql[j] == "\\" and c != "`":
+                    j += 2
+                    continue
+                if sql[j] == c:
+                    if j + 1 < n and sql[j + 1] == c:  # doubled quote
+                        j += 2
+                        continue
+                    break
+                j += 1
+            lit = sql[i : j + 1]
+            out.append(lit.replace("%%", "%") if nparams else lit)  # PyMySQL unescapes these too
+            i = j + 1
+        elif sql.startswith("--", i) or c == "#":
+            j = sql.find("\n", i)
+            j = n if j < 0 else j
+            out.append(sql[i:j])
+            i = j
+        elif sql.startswith("/*", i):
+            j = sql.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(sql[i:j])
+            i = j
+        elif c == "%" and i + 1 < n and sql[i + 1] == "s":
+            pct = True
+            out.append("?")
+            i += 2
+        elif c == "%" and i + 1 < n and sql[i + 1] == "%" and nparams:
+            out.append("%")
+            i += 2
+        elif c == "%" and i + 1 < n and sql[i + 1] == "(":
+            raise TypeError("named %(name)s parameters are not supported: use %s or ? with a sequence")
+        else:
+            if c == "?":
+                qmark = True
+            out.append(c)
+            i += 1
+    if pct and qmark:
+        raise InvalidArgument("the statement mixes %s and ? placeholders: use one style")
+    return "".join(out)

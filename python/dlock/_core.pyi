@@ -22,7 +22,8 @@ class Client:
 
 class Lock:
     def __init__(self, client: Client, key: Union[str, bytes], options: Mapping[str, str]) -> None: ...
-    # True = held, False = busy for the whole wait; Ctrl-C on the main thread interrupts it
+    # True = held, False = busy for the whole wait; wait_ms < 0 = no limit. The
+    # first attempt runs inline; a real wait on the main thread is interruptible (Ctrl-C)
     def try_(self, wait_ms: int) -> bool: ...
     # 0 released / not held, -3 lost, -12 timed out, -13 cancelled
     def wait_lost(self, timeout_ms: int) -> int: ...

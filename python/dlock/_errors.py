@@ -9,6 +9,7 @@ password.
 from __future__ import annotations
 
 import builtins
+import re
 from typing import Dict, Optional, Tuple, Type
 
 __all__ = [
@@ -182,6 +183,26 @@ def error_class(code: int) -> Type[Error]:
     return _BY_CODE.get(int(code), Error)
 
 
+_RANGE = re.compile(r"\b(\w+)_ms out of range: (-?\d+) \(allowed (\d+)\.\.(\d+)\)")
+_WAIT = re.compile(r"\bwait_ms must be (\d+)\.\.(\d+), got (-?\d+)")
+
+
+def _s(ms: str) -> str:
+    text = f"{int(ms) / 1000:.3f}".rstrip("0").rstrip(".")
+    return f"{text} s"
+
+
+def in_seconds(message: str) -> str:
+    """The core counts in milliseconds; Python callers pass seconds: its
+    range errors are restated in seconds (``ttl out of range: 2678400 s``)."""
+    message = _RANGE.sub(lambda m: f"{m.group(1)} out of range: {_s(m.group(2))} "
+                                   f"(allowed {_s(m.group(3))} to {_s(m.group(4))})", message)
+    return _WAIT.sub(lambda m: f"a wait must be {_s(m.group(1))} to {_s(m.group(2))} "
+                               f"(-1 or None: no limit), got {_s(m.group(3))}", message)
+
+
 def _from_core(code: int, server_errno: int, message: str) -> Error:
     """Called by the extension to build the exception it raises."""
+    if code == -1:
+        message = in_seconds(message)
     return error_class(code)(message, code, server_errno)

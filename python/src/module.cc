@@ -6,12 +6,17 @@
 //  - a wait on the main thread can be interrupted by a signal (Ctrl-C): a
 //    helper thread watches Python's signal wake-up fd and calls Lock::Cancel(),
 //    then the Python-level handler runs (KeyboardInterrupt) on this thread;
-//  - Status codes become the exception classes of dlock._errors.
+//  - Status codes become the exception classes of dlock._errors;
+//  - a thread that gets the GIL back while the interpreter is finalizing is
+//    parked instead of unwound (see Nogil), so that a daemon thread inside a
+//    dlock call at exit cannot abort the process.
 // The core never calls Python: no callback crosses into the interpreter from a
 // core thread.
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
+
+#include <cxxabi.h>
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -69,6 +74,48 @@ bool Finalizing() {
 #endif
 }
 
+// Runs call() with the GIL released and takes it back.
+//
+// Python < 3.14 ends a thread that asks for the GIL back while the interpreter
+// is finalizing with pthread_exit(): a forced unwind. Through pybind11's
+// gil_scoped_release (a noexcept destructor) that is std::terminate, which is
+// how a daemon thread inside a dlock call aborted the process at exit. Here
+// the GIL is taken back in a plain frame that catches the forced unwind and
+// parks the thread for good instead: it holds nothing of ours, and the
+// process is about to end (Python 3.14 parks such threads the same way).
+[[noreturn]] void Park() {
+  for (;;) pause();
+}
+
+void TakeGilBack(PyThreadState* ts) noexcept {
+  try {
+    PyEval_RestoreThread(ts);
+  } catch (abi::__forced_unwind&) {
+    Park();  // must not return: the unwind is neither finished nor swallowed
+  }
+}
+
+template <class Call>
+auto Nogil(Call call) -> decltype(call()) {
+  PyThreadState* ts = PyEval_SaveThread();
+  try {
+    auto r = call();
+    TakeGilBack(ts);
+    return r;
+  } catch (...) {
+    TakeGilBack(ts);
+    throw;
+  }
+}
+
+template <class Call>
+void NogilVoid(Call call) {
+  Nogil([&] {
+    call();
+    return 0;
+  });
+}
+
 bool OnMainThread() {
   py::module_ threading = py::module_::import("threading");
   py::object main_ident = threading.attr("main_thread")().attr("ident");
@@ -101,15 +148,16 @@ bool MakePipe(Fd* r, Fd* w, bool nonblocking) {
 // signal number to the wake-up fd (signal.set_wakeup_fd); a helper thread
 // waits on it. The previous wake-up fd (asyncio's self-pipe, say) is restored
 // afterwards and receives the bytes it missed.
-// interruptible=false (a call that does not wait) skips all of that.
+// Callers use it only for a call that really waits: the first attempt of an
+// acquisition runs inline, without any of this (see PyLock::Try).
 template <class Call>
-dlock::Status Interruptible(dlock::Lock* lock, bool interruptible, Call call, bool* signalled) {
+dlock::Status Interruptible(dlock::Lock* lock, Call call, bool* signalled) {
   *signalled = false;
   Fd sig_r, sig_w, stop_r, stop_w;
   py::object signal_mod;
   int old_fd = -1;
   bool watching = false;
-  if (interruptible && OnMainThread() && MakePipe(&sig_r, &sig_w, true) && MakePipe(&stop_r, &stop_w, false)) {
+  if (OnMainThread() && MakePipe(&sig_r, &sig_w, true) && MakePipe(&stop_r, &stop_w, false)) {
     try {
       signal_mod = py::module_::import("signal");
       old_fd = py::cast<int>(
@@ -119,29 +167,25 @@ dlock::Status Interruptible(dlock::Lock* lock, bool interruptible, Call call, bo
       PyErr_Clear();  // not possible here (e.g. a subinterpreter): wait uninterruptibly
     }
   }
-  dlock::Status s;
-  if (!watching) {
-    py::gil_scoped_release nogil;
-    return call();
-  }
+  if (!watching) return Nogil(call);
   std::atomic<bool> fired{false};
-  {
-    py::gil_scoped_release nogil;
+  dlock::Status s = Nogil([&] {
     std::thread watcher([&] {
       pollfd p[2] = {{sig_r.fd, POLLIN, 0}, {stop_r.fd, POLLIN, 0}};
       while (poll(p, 2, -1) < 0 && errno == EINTR) {
       }
       if (p[0].revents & POLLIN) {
         fired = true;
-        lock->Cancel();
+        lock->Cancel();  // ends the wait promptly, even one not started yet
       }
     });
-    s = call();
+    dlock::Status r = call();
     char b = 0;
     while (write(stop_w.fd, &b, 1) < 0 && errno == EINTR) {
     }
     watcher.join();
-  }
+    return r;
+  });
   try {
     signal_mod.attr("set_wakeup_fd")(old_fd);
   } catch (py::error_already_set&) {
@@ -163,7 +207,8 @@ SteadyClock::time_point DeadlineAfter(int64_t ms) {
 }
 
 int64_t LeftMs(SteadyClock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now()).count();
+  // Rounded up: a wait never ends before the deadline the caller asked for.
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - SteadyClock::now()).count();
   return left > 0 ? left : 0;
 }
 
@@ -173,20 +218,14 @@ class PyClient {
  public:
   PyClient(const std::string& url, const std::map<std::string, std::string>& options) {
     dlock::Config cfg = MakeConfig(options);
-    dlock::Status s;
-    {
-      py::gil_scoped_release nogil;
-      s = dlock::Client::Open(url, cfg, &client_);
-    }
-    Check(s);
+    Check(Nogil([&] { return dlock::Client::Open(url, cfg, &client_); }));
   }
   ~PyClient() {
     // The last reference joins the client's threads (they never need the GIL).
     if (Finalizing()) {
       client_.reset();
     } else {
-      py::gil_scoped_release nogil;
-      client_.reset();
+      NogilVoid([&] { client_.reset(); });
     }
   }
 
@@ -197,15 +236,21 @@ class PyClient {
     dlock::Event ev;
     if (timeout_ms < 0 || timeout_ms > 86400000) Check(client_->NextEvent(timeout_ms, &ev));  // the core says why
     const auto deadline = DeadlineAfter(timeout_ms);
-    const bool main = OnMainThread();
+    bool main = false;
+    bool first = true;
     for (;;) {
-      // On the main thread, wait in slices so that Ctrl-C is noticed.
-      int64_t slice = main ? std::min<int64_t>(LeftMs(deadline), 100) : LeftMs(deadline);
-      dlock::Status s;
-      {
-        py::gil_scoped_release nogil;
-        s = client_->NextEvent(slice, &ev);
+      // The first look runs as asked; on the main thread a longer wait goes
+      // on in slices so that Ctrl-C is noticed.
+      int64_t left = LeftMs(deadline);
+      int64_t slice = left;
+      if (first) {
+        main = left > 100 && OnMainThread();
+        if (main) slice = 100;
+      } else if (main) {
+        slice = std::min<int64_t>(left, 100);
       }
+      first = false;
+      dlock::Status s = Nogil([&] { return client_->NextEvent(slice, &ev); });
       if (s.ok()) break;
       if (s.code() != dlock::Code::kTimeout) Raise(s);
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
@@ -233,12 +278,7 @@ class PyClient {
 
   uint64_t Cleanup() {
     uint64_t deleted = 0;
-    dlock::Status s;
-    {
-      py::gil_scoped_release nogil;
-      s = client_->Cleanup(&deleted);
-    }
-    Check(s);
+    Check(Nogil([&] { return client_->Cleanup(&deleted); }));
     return deleted;
   }
 
@@ -260,34 +300,38 @@ class PyLock {
     if (Finalizing()) {
       lock_.reset();
     } else {
-      py::gil_scoped_release nogil;
-      lock_.reset();
+      NogilVoid([&] { lock_.reset(); });
     }
   }
 
   // True = held (acquired or counted up), False = busy for the whole wait.
+  // wait_ms < 0: no limit (the core's longest wait, again and again).
+  //
+  // The first attempt runs inline with the GIL released and nothing else: an
+  // uncontended acquisition costs what the C API's costs. Only when the lock
+  // is busy and the caller wants to wait does the wait become interruptible
+  // (Ctrl-C on the main thread), which costs a helper thread.
   bool Try(int64_t wait_ms) {
-    const auto deadline = DeadlineAfter(wait_ms);
-    int64_t left = wait_ms;  // the first call gets exactly what was asked (the core validates it)
+    const bool forever = wait_ms < 0;
+    if (!forever && wait_ms > kMaxWaitMs) Check(lock_->Try(wait_ms));  // the core says why
+    const auto deadline = DeadlineAfter(forever ? 0 : wait_ms);
+    dlock::Status s = Nogil([&] { return lock_->Try(0); });
     for (;;) {
-      bool signalled = false;
-      dlock::Status s = Interruptible(lock_.get(), left > 0, [&] { return lock_->Try(left); }, &signalled);
-      if (signalled && PyErr_CheckSignals() != 0) {
-        // The handler raised (KeyboardInterrupt): undo an acquisition that
-        // won the race, so that nothing stays held behind the exception.
-        if (s.ok()) {
-          py::gil_scoped_release nogil;
-          lock_->Release();
-        }
-        throw py::error_already_set();
-      }
-      if (signalled && s.code() == dlock::Code::kCancelled) {
-        left = LeftMs(deadline);  // a handler that did not raise: keep waiting
-        continue;
-      }
       if (s.ok()) return true;
-      if (s.code() == dlock::Code::kBusy) return false;
-      Raise(s);
+      if (s.code() != dlock::Code::kBusy) Raise(s);
+      int64_t left = forever ? kMaxWaitMs : LeftMs(deadline);
+      if (left == 0) return false;
+      bool signalled = false;
+      s = Interruptible(lock_.get(), [&] { return lock_->Try(left); }, &signalled);
+      // Acquired: return it, and the pending handler runs at the next
+      // bytecode, as after threading.Lock.acquire(). Not acquired: a
+      // cancelled wait (Ctrl-C) is never left holding, the core gives back an
+      // acquisition that won the race with the cancel; run the handler.
+      if (s.ok()) return true;
+      if (signalled && PyErr_CheckSignals() != 0) throw py::error_already_set();
+      if (signalled && s.code() == dlock::Code::kCancelled) {
+        s = dlock::Status::Busy("");  // a handler that did not raise: keep waiting
+      }
     }
   }
 
@@ -298,7 +342,8 @@ class PyLock {
     int64_t left = timeout_ms;
     for (;;) {
       bool signalled = false;
-      dlock::Status s = Interruptible(lock_.get(), left > 0, [&] { return lock_->WaitLost(left); }, &signalled);
+      dlock::Status s = left > 0 ? Interruptible(lock_.get(), [&] { return lock_->WaitLost(left); }, &signalled)
+                                 : Nogil([&] { return lock_->WaitLost(left); });
       if (signalled && PyErr_CheckSignals() != 0) throw py::error_already_set();
       if (signalled && s.code() == dlock::Code::kCancelled) {
         left = LeftMs(deadline);
@@ -319,12 +364,7 @@ class PyLock {
   // Renew/Release/Rollback/Begin; raises on any error (the Python layer
   // turns the ones it documents as return values into them).
   void Call(dlock::Status (dlock::Lock::*fn)()) {
-    dlock::Status s;
-    {
-      py::gil_scoped_release nogil;
-      s = (lock_.get()->*fn)();
-    }
-    Check(s);
+    Check(Nogil([&] { return (lock_.get()->*fn)(); }));
   }
 
   int64_t Exec(const std::string& sql, const std::vector<std::optional<std::string>>& params) {
@@ -332,20 +372,26 @@ class PyLock {
     ps.reserve(params.size());
     for (const auto& p : params) ps.push_back(p ? &*p : nullptr);
     int64_t affected = 0;
-    dlock::Status s;
-    {
-      py::gil_scoped_release nogil;
-      s = lock_->Exec(sql, ps, &affected);
-    }
-    Check(s);
+    Check(Nogil([&] { return lock_->Exec(sql, ps, &affected); }));
     return affected;
   }
 
   void Cancel() { Check(lock_->Cancel()); }
 
+  py::str Owner() const {
+    char buf[256];
+    size_t n = lock_->copy_owner(buf, sizeof buf);
+    if (n < sizeof buf) return Text(std::string(buf, n));
+    std::string big(n + 1, '\0');
+    n = lock_->copy_owner(&big[0], big.size());
+    big.resize(std::min(n, big.size() - 1));
+    return Text(big);
+  }
+
   dlock::Lock& lock() { return *lock_; }
 
  private:
+  static constexpr int64_t kMaxWaitMs = 86400000;  // the core's longest single wait
   std::unique_ptr<dlock::Lock> lock_;
 };
 
@@ -385,7 +431,7 @@ PYBIND11_MODULE(_core, m) {
       .def("cancel", &PyLock::Cancel)
       .def_property_readonly("state", [](PyLock& l) { return static_cast<int>(l.lock().state()); })
       .def_property_readonly("held", [](PyLock& l) { return l.lock().held(); })
-      .def_property_readonly("owner", [](PyLock& l) { return Text(l.lock().owner()); })
+      .def_property_readonly("owner", &PyLock::Owner)
       .def_property_readonly("token", [](PyLock& l) { return l.lock().token(); })
       .def_property_readonly("key", [](PyLock& l) { return py::bytes(l.lock().key()); })
       .def_property_readonly("remaining_ms", [](PyLock& l) { return l.lock().remaining_ms(); })

@@ -154,12 +154,13 @@ def test_repr(client: dlock.Client, key: str) -> None:
 
 
 class FakePyMySQLConnection:
-    """Looks like a DB-API connection (as pymysql.connect() returns)."""
+    """Looks like a PyMySQL connection, to a server that is not there."""
 
-    host = "db.example"
-    port = 3307
+    host = "127.0.0.1"
+    port = 1  # nothing listens: refused at once
+    unix_socket = None
     user = "app"
-    password = b"s3cret-never-shown"
+    password = b"s3cret@/:never-shown"
     db = b"orders"
 
     def cursor(self):  # pragma: no cover - never called
@@ -169,13 +170,14 @@ class FakePyMySQLConnection:
         raise AssertionError
 
 
-def test_dbapi_connection_is_refused_with_what_to_pass() -> None:
-    with pytest.raises(TypeError) as e:
+def test_dbapi_connection_settings_are_read_and_the_password_never_shown() -> None:
+    # The connection's server, user, password and database are used (issue 8
+    # part 2); a failure names the server, never the password.
+    with pytest.raises(dlock.ConnectionError) as e:
         dlock.MysqlDistributedLock(FakePyMySQLConnection(), "order:1001", timeout=30)
     msg = str(e.value)
-    assert "dlock.connect('mysql://app:PASSWORD@db.example:3307/orders')" in msg
-    assert "dlock.Client" in msg
-    assert "s3cret" not in msg
+    assert "127.0.0.1:1/orders" in msg, msg
+    assert "s3cret" not in msg and "never-shown" not in msg
 
 
 @pytest.mark.filterwarnings("ignore:.*fork.*:DeprecationWarning")  # forking with threads is the point
@@ -184,7 +186,7 @@ def test_fork_child_cannot_release_parents_lock(client: dlock.Client, key: str) 
     assert lock.acquire()
     other = client.lock(key)  # a Lock of the parent's, for cancel() in the child
     pid = os.fork()
-    if pid == 0:  # child: must neither release nor use the parent's lock
+    if pid == 0:  # child: must not release or use the parent's lock
         code = 1
         try:
             lock.release()
@@ -193,17 +195,17 @@ def test_fork_child_cannot_release_parents_lock(client: dlock.Client, key: str) 
         except BaseException:
             code = 3
         try:
-            other.cancel()  # would aim a KILL QUERY at the parent's connection
+            other.cancel()  # would aim at the parent's connection
             code = code or 6
         except dlock.Forked:
             pass
         except BaseException:
             code = code or 7
         try:
-            dlock.MysqlDistributedLock(client, key)
-            code = code or 4
-        except dlock.Forked:
-            pass
+            # The client reopens in the child (fresh connections of its own):
+            # a new lock works there, and the parent still holds this one.
+            if dlock.MysqlDistributedLock(client, key).acquire(wait_time=0) is not False:
+                code = code or 4
         except BaseException:
             code = code or 5
         os._exit(code)
@@ -212,3 +214,20 @@ def test_fork_child_cannot_release_parents_lock(client: dlock.Client, key: str) 
     assert lock.acquired  # still ours
     assert dlock.MysqlDistributedLock(client, key).acquire(wait_time=0) is False
     assert lock.release() is True
+
+
+def test_dbapi_tls_settings_follow_the_connection() -> None:
+    import ssl
+
+    from dlock._article import _dbapi_settings
+
+    conn = FakePyMySQLConnection()
+    conn._ssl_required = False  # PyMySQL trying TLS on its own: not required
+    assert _dbapi_settings(conn)["ssl_mode"] is None
+    conn._ssl_required = True
+    conn.ctx = ssl.create_default_context()  # verifies the certificate
+    st = _dbapi_settings(conn)
+    assert st["ssl_mode"] == "verify" and st["password"] == "s3cret@/:never-shown"
+    conn.ctx.check_hostname = False
+    conn.ctx.verify_mode = ssl.CERT_NONE
+    assert _dbapi_settings(conn)["ssl_mode"] == "require"
