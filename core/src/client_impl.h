@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -132,6 +133,11 @@ class ClientImpl {
   }
   bool PopEvent(Clock::time_point deadline, Event* out) { return events_.Pop(deadline, out); }
   Renewer& renewer() { return renewer_; }
+  // The lock objects of this client that share a hold (holder=thread, same
+  // key and options): the live LockImpl for identity, or make() a new one.
+  std::shared_ptr<LockImpl> SharedLock(const std::string& identity,
+                                       const std::function<std::shared_ptr<LockImpl>()>& make);
+  void ForgetLock(const std::string& identity, const LockImpl* l);
   WaitQueues& waiters() { return waiters_; }
   // Wake-up names (GET_LOCK) are used unless the server is a Galera node.
   bool wakeup_supported() const { return !server_.galera; }
@@ -152,6 +158,8 @@ class ClientImpl {
   std::string host_;
   LeaseSql lease_sql_;
   RowSql row_sql_;
+  std::mutex locks_mu_;
+  std::unordered_map<std::string, std::weak_ptr<LockImpl>> locks_;
   std::mutex rows_mu_;
   std::unordered_set<std::string> known_rows_;
   Counters counters_;

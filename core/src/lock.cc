@@ -117,14 +117,16 @@ Status CancelledStatus(const std::string& name) {
 
 }  // namespace
 
-LockImpl::LockImpl(std::shared_ptr<Client> client, std::string key, LockOptions opts)
+LockImpl::LockImpl(std::shared_ptr<Client> client, std::string key, LockOptions opts,
+                   std::string identity)
     : client_(std::move(client)),
       c_(client_->impl()),
       key_(std::move(key)),
       db_key_(DbKey(opts, key_)),
       wake_name_(WakeName(c_->options().table, db_key_)),
       opts_(opts),
-      pid_(getpid()) {}
+      pid_(getpid()),
+      identity_(std::move(identity)) {}
 
 LockImpl::~LockImpl() {
   if (getpid() != pid_) {
@@ -133,38 +135,76 @@ LockImpl::~LockImpl() {
     own_conn_.Abandon();
     return;
   }
-  // Close may come while other threads are inside calls on this lock (a
-  // binding's finalizer, a shutdown path): refuse new calls, cancel the
-  // waiting ones and wait until every call has left.
-  {
-    MutexLock g(st_mu_);
-    closing_ = true;
-  }
-  for (;;) {
-    Cancel();
-    MutexLock g(st_mu_);
-    if (calls_ == 0) break;
-    cv_.wait_for(st_mu_, kSlice);
-  }
+  // Every lock object sharing this lock has closed (Close: no call runs).
+  if (!identity_.empty()) c_->ForgetLock(identity_, this);
   c_->renewer().Remove(this);
   std::lock_guard<std::mutex> op(op_mu_);
+  DropHold();
+  DropWakeName();
+}
+
+void LockImpl::DropHold() {
   bool held;
   {
     MutexLock g(st_mu_);
-    held = state_ == LockState::kHeld || (state_ == LockState::kLost && !released_);
+    held = !acquiring_ &&
+           (state_ == LockState::kHeld || (state_ == LockState::kLost && !released_));
   }
-  if (held) {
-    if (opts_.mode == LockMode::kRow) {
-      (void)RowEnd("ROLLBACK");  // unfinished business is not committed
-    } else {
-      if (txn_open_) (void)CommitOrRollbackTxn("ROLLBACK");
-      Status ignored;
-      bool freed;
-      (void)LeaseReleaseDb(&ignored, &freed);
+  if (!held) return;
+  c_->renewer().Remove(this);
+  if (opts_.mode == LockMode::kRow) {
+    (void)RowEnd("ROLLBACK");  // unfinished business is not committed
+  } else {
+    if (txn_open_) (void)CommitOrRollbackTxn("ROLLBACK");
+    Status ignored;
+    bool freed;
+    (void)LeaseReleaseDb(&ignored, &freed);
+  }
+  {
+    MutexLock g(st_mu_);
+    if (state_ == LockState::kHeld) state_ = LockState::kIdle;
+    count_ = 0;
+    released_ = true;
+    row_watch_ = nullptr;
+    cv_.notify_all();
+  }
+  c_->waiters().Notify(db_key_);
+}
+
+void LockImpl::Close(LockCaller& me) {
+  // Close may come while other threads are inside calls through this object
+  // (a binding's finalizer, a shutdown path): refuse new calls, cancel the
+  // waiting ones and wait until every call has left.
+  {
+    MutexLock g(me.mu);
+    me.closing = true;
+  }
+  for (;;) {
+    Cancel(me);
+    MutexLock g(me.mu);
+    if (me.calls == 0) break;
+    me.cv.wait_for(me.mu, kSlice);
+  }
+  const int n = me.holds.exchange(0);
+  if (n > 0) ReleaseShares(me.hold_gen.load(), n);
+}
+
+uint64_t LockImpl::HoldGen() const {
+  MutexLock g(st_mu_);
+  return gen_;
+}
+
+void LockImpl::ReleaseShares(uint64_t gen, int n) {
+  std::lock_guard<std::mutex> op(op_mu_);
+  {
+    MutexLock g(st_mu_);
+    if (gen != gen_ || acquiring_) return;  // that hold has ended already
+    if (state_ == LockState::kHeld && count_ > n) {
+      count_ -= n;  // other objects (or this thread through them) still hold it
+      return;
     }
-    c_->waiters().Notify(db_key_);
   }
-  DropWakeName();
+  DropHold();
 }
 
 std::string LockImpl::Name() const {
@@ -183,23 +223,23 @@ Status LockImpl::CheckPid() const {
 
 class LockImpl::CallScope {
  public:
-  explicit CallScope(LockImpl* l) : l_(l) {
-    MutexLock g(l_->st_mu_);
-    if (l_->closing_) {
-      refused_ = Status(Code::kCancelled, "lock " + l_->Name() + " is being closed");
+  CallScope(LockImpl* l, LockCaller& me) : me_(me) {
+    MutexLock g(me_.mu);
+    if (me_.closing) {
+      refused_ = Status(Code::kCancelled, "lock " + l->Name() + " is being closed");
     } else {
-      ++l_->calls_;
+      ++me_.calls;
     }
   }
   ~CallScope() {
     if (!refused_.ok()) return;
-    MutexLock g(l_->st_mu_);
-    if (--l_->calls_ == 0) l_->cv_.notify_all();
+    MutexLock g(me_.mu);
+    if (--me_.calls == 0) me_.cv.notify_all();
   }
   const Status& refused() const { return refused_; }
 
  private:
-  LockImpl* l_;
+  LockCaller& me_;
   Status refused_;
 };
 
@@ -229,16 +269,18 @@ Status LockImpl::RefuseWhileAcquiringLocked(const char* what) const {
                             what + " refused)");
 }
 
-bool LockImpl::EnterServerWait(Conn& conn, uint64_t cancel_seen) {
+bool LockImpl::EnterServerWait(Conn& conn, CancelToken cancel_seen) {
   MutexLock g(wait_mu_);
   if (Cancelled(cancel_seen)) return false;
   wait_conn_ = &conn;
+  wait_caller_ = cancel_seen.seq;
   return true;
 }
 
 void LockImpl::LeaveServerWait() {
   MutexLock g(wait_mu_);
   wait_conn_ = nullptr;
+  wait_caller_ = nullptr;
 }
 
 void LockImpl::WatchRowLocked() const {
@@ -362,8 +404,8 @@ void LockImpl::OnLost(const std::string& owner, const std::string& why) {
   if (state_ == LockState::kHeld && owner_ == owner) SetLostLocked(why);
 }
 
-void LockImpl::Cancel() {
-  cancel_seq_.fetch_add(1);
+void LockImpl::Cancel(LockCaller& me) {
+  me.cancel_seq.fetch_add(1);
   {
     MutexLock g(st_mu_);
     cv_.notify_all();
@@ -374,22 +416,24 @@ void LockImpl::Cancel() {
   // Under wait_mu_, so the waiter cannot have moved on to another statement
   // or given the connection back; and a waiter that had not started its
   // statement yet sees the cancel when it enters (EnterServerWait).
+  // Only this object's own wait: another object sharing the lock may be
+  // the one acquiring.
   MutexLock g(wait_mu_);
-  if (wait_conn_ != nullptr) wait_conn_->Abort();
+  if (wait_conn_ != nullptr && wait_caller_ == &me.cancel_seq) wait_conn_->Abort();
 }
 
 // ---- Try -----------------------------------------------------------------
 
-Status LockImpl::Try(int64_t wait_ms) {
+Status LockImpl::Try(LockCaller& me, int64_t wait_ms) {
   if (Status s = CheckPid(); !s.ok()) return s;
-  CallScope call(this);
+  CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
   if (wait_ms < 0 || wait_ms > kMaxWaitMs)
     return Status::Invalid("wait_ms must be 0.." + std::to_string(kMaxWaitMs) + ", got " +
                            std::to_string(wait_ms));
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::milliseconds(wait_ms);
-  const uint64_t cancel_seen = cancel_seq_.load();
+  const CancelToken cancel_seen{&me.cancel_seq, me.cancel_seq.load()};
   Counters& k = c_->counters();
   {
     MutexLock g(st_mu_);
@@ -457,6 +501,7 @@ Status LockImpl::Try(int64_t wait_ms) {
                          : now;
       holder_ = HolderId::Current();
       count_ = 1;
+      ++gen_;
       released_ = false;
       lost_why_.clear();
       row_watch_ = row_conn_ ? &*row_conn_ : nullptr;
@@ -468,9 +513,9 @@ Status LockImpl::Try(int64_t wait_ms) {
   if (s.ok() && opts_.transaction && opts_.mode == LockMode::kLease) {
     // Acquire + begin as one step: the caller never holds a lease whose
     // transaction failed to open.
-    Status b = Begin();
+    Status b = Begin(me);
     if (!b.ok()) {
-      (void)Release();
+      (void)Release(me);
       return b;
     }
   }
@@ -529,7 +574,7 @@ void LockImpl::UndoAcquisition(const std::string& owner) {
   c_->waiters().Notify(db_key_);
 }
 
-Status LockImpl::GetWakeName(Conn& conn, Clock::time_point until, uint64_t cancel_seen, bool* got) {
+Status LockImpl::GetWakeName(Conn& conn, Clock::time_point until, CancelToken cancel_seen, bool* got) {
   *got = false;
   const int64_t cap_us = c_->options().read_timeout_s * 1000000LL / 2;
   for (;;) {
@@ -562,7 +607,7 @@ void LockImpl::DropWakeName() {
   if (!txn_open_) own_conn_.Reset();
 }
 
-Status LockImpl::LeaseAcquire(Clock::time_point deadline, uint64_t cancel_seen, uint64_t* fence,
+Status LockImpl::LeaseAcquire(Clock::time_point deadline, CancelToken cancel_seen, uint64_t* fence,
                               std::string* owner, Clock::time_point* lease_deadline) {
   *owner = c_->NewOwner();
   auto stop = [&] { return Cancelled(cancel_seen); };
@@ -666,7 +711,7 @@ Status LockImpl::LeaseAcquire(Clock::time_point deadline, uint64_t cancel_seen, 
   }
 }
 
-Status LockImpl::RowAcquire(Clock::time_point deadline, uint64_t cancel_seen, uint64_t* fence) {
+Status LockImpl::RowAcquire(Clock::time_point deadline, CancelToken cancel_seen, uint64_t* fence) {
   WaitQueues& wq = c_->waiters();
   const uint64_t ticket = wq.Join(db_key_);
   struct Leave {
@@ -756,9 +801,9 @@ Status LockImpl::RowAcquire(Clock::time_point deadline, uint64_t cancel_seen, ui
 
 // ---- Renew / Release / transactions ------------------------------------------
 
-Status LockImpl::Renew() {
+Status LockImpl::Renew(LockCaller& me) {
   if (Status s = CheckPid(); !s.ok()) return s;
-  CallScope call(this);
+  CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
   std::lock_guard<std::mutex> op(op_mu_);
   std::string owner;
@@ -880,9 +925,9 @@ Status LockImpl::LeaseReleaseDb(Status* business, bool* freed) {
   return Status::OK();
 }
 
-Status LockImpl::Release() {
+Status LockImpl::Release(LockCaller& me) {
   if (Status s = CheckPid(); !s.ok()) return s;
-  CallScope call(this);
+  CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
   std::lock_guard<std::mutex> op(op_mu_);
   LockState st;
@@ -953,9 +998,9 @@ Status LockImpl::Release() {
   return s;
 }
 
-Status LockImpl::Rollback() {
+Status LockImpl::Rollback(LockCaller& me) {
   if (Status s = CheckPid(); !s.ok()) return s;
-  CallScope call(this);
+  CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
   std::lock_guard<std::mutex> op(op_mu_);
   {
@@ -985,9 +1030,9 @@ Status LockImpl::Rollback() {
   return s;
 }
 
-Status LockImpl::Begin() {
+Status LockImpl::Begin(LockCaller& me) {
   if (Status s = CheckPid(); !s.ok()) return s;
-  CallScope call(this);
+  CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
   std::lock_guard<std::mutex> op(op_mu_);
   {
@@ -1013,10 +1058,10 @@ Status LockImpl::Begin() {
   return Status::OK();
 }
 
-Status LockImpl::Exec(const std::string& sql, const std::vector<const std::string*>& params,
+Status LockImpl::Exec(LockCaller& me, const std::string& sql, const std::vector<const std::string*>& params,
                       int64_t* affected) {
   if (Status s = CheckPid(); !s.ok()) return s;
-  CallScope call(this);
+  CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
   if (const char* kw = TxnEndingStatement(sql))
     return Status::Invalid("exec refuses " + std::string(kw) +
@@ -1083,15 +1128,15 @@ Status LockImpl::Exec(const std::string& sql, const std::vector<const std::strin
   return Status::OK();
 }
 
-Status LockImpl::WaitLost(int64_t timeout_ms) {
+Status LockImpl::WaitLost(LockCaller& me, int64_t timeout_ms) {
   if (Status s = CheckPid(); !s.ok()) return s;
-  CallScope call(this);
+  CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
 
   if (timeout_ms < 0 || timeout_ms > kMaxWaitMs)
     return Status::Invalid("timeout_ms must be 0.." + std::to_string(kMaxWaitMs));
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
-  const uint64_t cancel_seen = cancel_seq_.load();
+  const CancelToken cancel_seen{&me.cancel_seq, me.cancel_seq.load()};
   MutexLock g(st_mu_);
   for (;;) {
     LockState st = StateLocked();
@@ -1203,10 +1248,56 @@ Status Client::Cleanup(uint64_t* deleted) {
   return impl_->Cleanup(deleted, &ran);
 }
 
-Lock::Lock(std::unique_ptr<LockImpl> impl) : impl_(std::move(impl)) {}
+Lock::Lock(std::shared_ptr<LockImpl> impl) : impl_(std::move(impl)), me_(new LockCaller) {}
 
 Lock::~Lock() {
-  if (impl_ && impl_->forked()) impl_.release();  // as ~Client: leak in a forked child
+  if (!impl_) return;
+  if (impl_->forked()) {
+    // As ~Client: leak in a forked child (the parent's threads may hold the
+    // mutexes), and never release the parent's lock.
+    new std::shared_ptr<LockImpl>(std::move(impl_));
+    (void)me_.release();
+    return;
+  }
+  impl_->Close(*me_);
+}
+
+namespace {
+
+// Lock objects of one client with the same key, mode and options, held by
+// threads (holder=thread, reentrant), share one LockImpl: a thread holding
+// the key enters again through any of them (article 6.4).
+std::string Identity(const std::string& key, const LockOptions& o) {
+  std::string id;
+  id += o.mode == LockMode::kRow ? 'r' : 'l';
+  id += '|' + std::to_string(o.ttl_ms) + '|' + (o.auto_renew ? '1' : '0') + '|' +
+        std::to_string(o.max_hold_ms) + '|' + (o.transaction ? '1' : '0') + '|' +
+        std::to_string(o.shards) + '|' + o.shard_group + '|' +
+        (o.wakeup == Wakeup::kAuto ? 'a' : 'p') + '|';
+  id += key;
+  return id;
+}
+
+}  // namespace
+
+std::shared_ptr<LockImpl> ClientImpl::SharedLock(
+    const std::string& identity, const std::function<std::shared_ptr<LockImpl>()>& make) {
+  std::lock_guard<std::mutex> g(locks_mu_);
+  auto it = locks_.find(identity);
+  if (it != locks_.end()) {
+    if (std::shared_ptr<LockImpl> l = it->second.lock()) return l;
+  }
+  std::shared_ptr<LockImpl> l = make();
+  locks_[identity] = l;
+  return l;
+}
+
+void ClientImpl::ForgetLock(const std::string& identity, const LockImpl* l) {
+  (void)l;
+  std::lock_guard<std::mutex> g(locks_mu_);
+  auto it = locks_.find(identity);
+  // Only if no newer object has taken the entry meanwhile.
+  if (it != locks_.end() && it->second.expired()) locks_.erase(it);
 }
 
 Status Lock::Open(std::shared_ptr<Client> client, const std::string& key, const Config& cfg,
@@ -1228,37 +1319,72 @@ Status Lock::Open(std::shared_ptr<Client> client, const std::string& key, const 
                   "nodes; use a lease lock");
   if (opts.mode == LockMode::kRow && opts.auto_renew)
     return Status::Invalid("auto_renew is for lease locks: a row lock has no expiry");
-  out->reset(new Lock(std::unique_ptr<LockImpl>(new LockImpl(std::move(client), key, opts))));
+  std::shared_ptr<LockImpl> impl;
+  if (opts.holder == Holder::kThread && opts.reentrant) {
+    const std::string id = Identity(key, opts);
+    ClientImpl* ci = client->impl();
+    impl = ci->SharedLock(id, [&] { return std::make_shared<LockImpl>(client, key, opts, id); });
+  } else {
+    impl = std::make_shared<LockImpl>(std::move(client), key, opts, "");
+  }
+  out->reset(new Lock(std::move(impl)));
   return Status::OK();
 }
 
-Status Lock::Try(int64_t wait_ms) { return impl_->Try(wait_ms); }
+// The holds each lock object took, so that closing it gives back its own.
+Status Lock::Took(Status s) {
+  if (s.ok()) {
+    const uint64_t gen = impl_->HoldGen();
+    if (me_->hold_gen.exchange(gen) != gen) {
+      me_->holds.store(1);
+    } else {
+      me_->holds.fetch_add(1);
+    }
+  }
+  return s;
+}
+
+Status Lock::Gave(Status s) {
+  if (s.ok()) {
+    int h = me_->holds.load();
+    while (h > 0 && !me_->holds.compare_exchange_weak(h, h - 1)) {
+    }
+  }
+  if (impl_->HoldCount() == 0) me_->holds.store(0);  // the hold ended, whoever ended it
+  return s;
+}
+
+Status Lock::Try(int64_t wait_ms) { return Took(impl_->Try(*me_, wait_ms)); }
 Status Lock::TryAs(uint64_t holder, int64_t wait_ms) {
   HolderScope as(holder);
-  return impl_->Try(wait_ms);
+  return Took(impl_->Try(*me_, wait_ms));
 }
 Status Lock::ReleaseAs(uint64_t holder) {
   HolderScope as(holder);
-  return impl_->Release();
+  return Gave(impl_->Release(*me_));
 }
-Status Lock::Renew() { return impl_->Renew(); }
-Status Lock::Release() { return impl_->Release(); }
-Status Lock::Rollback() { return impl_->Rollback(); }
-Status Lock::Begin() { return impl_->Begin(); }
-Status Lock::WaitLost(int64_t timeout_ms) { return impl_->WaitLost(timeout_ms); }
+Status Lock::Renew() { return impl_->Renew(*me_); }
+Status Lock::Release() { return Gave(impl_->Release(*me_)); }
+Status Lock::Rollback() {
+  Status s = impl_->Rollback(*me_);
+  if (impl_->HoldCount() == 0) me_->holds.store(0);
+  return s;
+}
+Status Lock::Begin() { return impl_->Begin(*me_); }
+Status Lock::WaitLost(int64_t timeout_ms) { return impl_->WaitLost(*me_, timeout_ms); }
 Status Lock::Cancel() {
   // In a forked child the waits to cancel are the parent's: its mutexes may
-  // look held, and a KILL QUERY would hit the parent's connection.
+  // look held, and aborting a wait would hit the parent's connection.
   if (impl_->forked())
     return Status(Code::kForked, "lock '" + QuoteKey(impl_->key()) +
                                      "' was created in another process (fork): nothing to cancel "
                                      "here");
-  impl_->Cancel();
+  impl_->Cancel(*me_);
   return Status::OK();
 }
 Status Lock::Exec(const std::string& sql, const std::vector<const std::string*>& params,
                   int64_t* affected) {
-  return impl_->Exec(sql, params, affected);
+  return impl_->Exec(*me_, sql, params, affected);
 }
 LockState Lock::state() const { return impl_->CurrentState(); }
 std::string Lock::owner() const { return impl_->Owner(); }

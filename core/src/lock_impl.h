@@ -42,20 +42,51 @@ class HolderScope {
   uint64_t prev_;
 };
 
+// One lock object's own part of a LockImpl, which several lock objects may
+// share: objects of one client for the same key and options with
+// holder=thread (the article's 6.4: a thread that holds a key enters again
+// through any object for it). The hold and its count are shared; calls,
+// cancellation, close and the holds each object took are its own.
+struct LockCaller {
+  std::atomic<uint64_t> cancel_seq{0};
+  Mutex mu;
+  std::condition_variable_any cv;  // calls reached 0
+  int calls GUARDED_BY(mu) = 0;
+  bool closing GUARDED_BY(mu) = false;
+  // Holds this object took and did not give back, and of which hold
+  // (generation): close gives back only those.
+  std::atomic<int> holds{0};
+  std::atomic<uint64_t> hold_gen{0};
+};
+
+// What a waiting call checks to see whether it was cancelled.
+struct CancelToken {
+  const std::atomic<uint64_t>* seq;
+  uint64_t seen;
+};
+
 class LockImpl {
  public:
-  LockImpl(std::shared_ptr<Client> client, std::string key, LockOptions opts);
+  // identity: the key of this lock in the client's registry of shared
+  // locks, or "" when it is not shared.
+  LockImpl(std::shared_ptr<Client> client, std::string key, LockOptions opts,
+           std::string identity);
   ~LockImpl();
 
-  Status Try(int64_t wait_ms);
-  Status Renew();
-  Status Release();
-  Status Rollback();
-  Status Begin();
-  Status Exec(const std::string& sql, const std::vector<const std::string*>& params,
-              int64_t* affected);
-  Status WaitLost(int64_t timeout_ms);
-  void Cancel();
+  Status Try(LockCaller& me, int64_t wait_ms);
+  Status Renew(LockCaller& me);
+  Status Release(LockCaller& me);
+  Status Rollback(LockCaller& me);
+  Status Begin(LockCaller& me);
+  Status Exec(LockCaller& me, const std::string& sql,
+              const std::vector<const std::string*>& params, int64_t* affected);
+  Status WaitLost(LockCaller& me, int64_t timeout_ms);
+  void Cancel(LockCaller& me);
+  // A lock object closes: cancels its calls, waits for them, and gives back
+  // the holds it took (the last one releases the lock).
+  void Close(LockCaller& me);
+  // The generation of the current hold (new with every acquisition).
+  uint64_t HoldGen() const;
 
   LockState CurrentState() const;
   std::string Owner() const;
@@ -80,7 +111,7 @@ class LockImpl {
   LockState StateLocked() const REQUIRES(st_mu_);
   std::string LostWhyLocked() const REQUIRES(st_mu_);
   void SetLostLocked(std::string why) REQUIRES(st_mu_);
-  bool Cancelled(uint64_t seen) const { return cancel_seq_.load() != seen; }
+  static bool Cancelled(const CancelToken& t) { return t.seq->load() != t.seen; }
 
   // Every public call runs inside a CallScope: the destructor (dlock_close)
   // cancels the calls in progress and waits for them; calls that start while
@@ -93,11 +124,16 @@ class LockImpl {
   // but not released still pins (its lease row if still ours, its
   // transaction, its connections). op_mu_ held.
   void DropLostHold();
+  // Gives back n holds of generation gen (Close); the last one releases.
+  void ReleaseShares(uint64_t gen, int n);
+  // Releases a hold that is still taken, as close does (a row lock rolls
+  // back). op_mu_ held.
+  void DropHold();
   // Gives back a lock this Try won after it was cancelled.
   void UndoAcquisition(const std::string& owner);
   // Cancel() may abort the statement waiting on conn until LeaveServerWait.
   // false: cancelled already, don't start it.
-  bool EnterServerWait(Conn& conn, uint64_t cancel_seen);
+  bool EnterServerWait(Conn& conn, CancelToken cancel_seen);
   void LeaveServerWait();
   // An op on row_conn_ marks it busy, so the watch below never reads a
   // reply in flight as "closed by the server".
@@ -107,12 +143,12 @@ class LockImpl {
   void WatchRowLocked() const REQUIRES(st_mu_);
 
   // The database part of an acquisition; no mutex of ours held.
-  Status LeaseAcquire(Clock::time_point deadline, uint64_t cancel_seen, uint64_t* fence,
+  Status LeaseAcquire(Clock::time_point deadline, CancelToken cancel_seen, uint64_t* fence,
                       std::string* owner, Clock::time_point* lease_deadline);
-  Status RowAcquire(Clock::time_point deadline, uint64_t cancel_seen, uint64_t* fence);
+  Status RowAcquire(Clock::time_point deadline, CancelToken cancel_seen, uint64_t* fence);
   // Waits for the wake-up name on conn (GET_LOCK), at most timeout; true
   // when we got it.
-  Status GetWakeName(Conn& conn, Clock::time_point until, uint64_t cancel_seen, bool* got);
+  Status GetWakeName(Conn& conn, Clock::time_point until, CancelToken cancel_seen, bool* got);
   void DropWakeName();
   // *freed: the lease row is known to be free now (released by us).
   Status LeaseReleaseDb(Status* business, bool* freed);
@@ -126,6 +162,7 @@ class LockImpl {
   const std::string wake_name_;
   const LockOptions opts_;
   const pid_t pid_;
+  const std::string identity_;
 
   std::mutex op_mu_;  // serialises Renew/Release/Rollback/Begin/Exec
   mutable Mutex st_mu_;
@@ -135,21 +172,20 @@ class LockImpl {
   // accessor.
   mutable LockState state_ GUARDED_BY(st_mu_) = LockState::kIdle;
   bool acquiring_ GUARDED_BY(st_mu_) = false;
-  int calls_ GUARDED_BY(st_mu_) = 0;         // public calls in progress
-  bool closing_ GUARDED_BY(st_mu_) = false;  // the destructor runs: refuse new calls
   bool row_busy_ GUARDED_BY(st_mu_) = false;           // an op is using row_conn_
   mutable Conn* row_watch_ GUARDED_BY(st_mu_) = nullptr;  // row_conn_ while held and idle
   HolderId holder_ GUARDED_BY(st_mu_);
   int count_ GUARDED_BY(st_mu_) = 0;
+  uint64_t gen_ GUARDED_BY(st_mu_) = 0;
   bool released_ GUARDED_BY(st_mu_) = false;  // the database side of the last hold was released
   std::string owner_ GUARDED_BY(st_mu_);
   mutable std::string lost_why_ GUARDED_BY(st_mu_);
   uint64_t fence_ GUARDED_BY(st_mu_) = 0;
   Clock::time_point acquired_at_ GUARDED_BY(st_mu_){};
   Clock::time_point deadline_ GUARDED_BY(st_mu_){};
-  std::atomic<uint64_t> cancel_seq_{0};
   Mutex wait_mu_;
   Conn* wait_conn_ GUARDED_BY(wait_mu_) = nullptr;  // blocked in a server wait
+  const std::atomic<uint64_t>* wait_caller_ GUARDED_BY(wait_mu_) = nullptr;  // whose wait
 
   // Connections this lock holds while it is held (owned by the op in
   // progress or by the held lock; guarded by op_mu_ / acquiring_):

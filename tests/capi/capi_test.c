@@ -119,6 +119,9 @@ static void sleep_ms(long ms) {
 }
 
 static char g_prefix[64];
+/* A second client: another holder in the same thread. (Two objects of one
+ * client for one key are the same holder in one thread: they share the hold.) */
+static dlock_client *g_other;
 static const char *g_url;
 
 /* g_prefix + suffix in buf. */
@@ -157,6 +160,19 @@ static dlock_lock *open_lock_n(dlock_client *c, const char *k, size_t len, const
 
 static dlock_lock *open_lock(dlock_client *c, const char *k, const char *mode, const char *ttl_ms) {
   return open_lock_n(c, k, strlen(k), mode, ttl_ms);
+}
+
+/* A lock object that is its own holder (holder=lock): another holder than
+ * the thread's other objects for the same key on the same client. */
+static dlock_lock *open_lock_own_holder(dlock_client *c, const char *k) {
+  dlock_error err;
+  dlock_lock *l = NULL;
+  dlock_config *cfg = make_cfg(NULL, NULL);
+  EXPECT(dlock_config_set(cfg, "holder", "lock", E), DLOCK_OK);
+  int rc = dlock_open(&l, c, k, strlen(k), cfg, junk(&err));
+  dlock_config_free(cfg);
+  CHECK(rc == DLOCK_OK, "dlock_open(holder=lock): %s", msg_of(&err));
+  return rc == DLOCK_OK ? l : NULL;
 }
 
 static dlock_client *open_client(const char *url, dlock_config *cfg) {
@@ -724,7 +740,7 @@ static void test_lease(dlock_client *client) {
 
   key(k, sizeof k, "lease");
   a = open_lock(client, k, NULL, NULL);
-  b = open_lock(client, k, DLOCK_MODE_LEASE, NULL);
+  b = open_lock(g_other, k, DLOCK_MODE_LEASE, NULL);
   if (a == NULL || b == NULL) {
     dlock_close(a);
     dlock_close(b);
@@ -968,7 +984,7 @@ static void test_row(dlock_client *client) {
   key(kn, sizeof kn, "biz-null");
   key(kd, sizeof kd, "biz-%");
   r1 = open_lock(client, k, DLOCK_MODE_ROW, NULL);
-  r2 = open_lock(client, k, DLOCK_MODE_ROW, NULL);
+  r2 = open_lock(g_other, k, DLOCK_MODE_ROW, NULL);
   if (r1 == NULL || r2 == NULL) goto out;
 
   create_biz_table(client);
@@ -1153,7 +1169,7 @@ static void expect_key_works(dlock_client *client, const char *mode, const char 
   size_t got_len = 0;
   const char *got;
   dlock_lock *a = open_lock_n(client, k, len, mode, NULL);
-  dlock_lock *b = open_lock_n(client, k, len, mode, NULL);
+  dlock_lock *b = open_lock_n(g_other, k, len, mode, NULL);
   if (a != NULL && b != NULL) {
     int rc = dlock_try(a, 0, junk(&err));
     CHECK(rc == DLOCK_OK, "key %s (%s): try returned %s: %s", what, mode, dlock_code_name(rc),
@@ -1704,7 +1720,7 @@ static void test_cancel(dlock_client *client) {
     dlock_lock *holder, *waiter;
     snprintf(k, sizeof k, "%scancel-%s", g_prefix, modes[m]);
     holder = open_lock(client, k, modes[m], NULL);
-    waiter = open_lock(client, k, modes[m], NULL);
+    waiter = open_lock(g_other, k, modes[m], NULL);
     if (holder == NULL || waiter == NULL || !EXPECT(dlock_try(holder, 0, E), DLOCK_OK)) {
       dlock_close(holder);
       dlock_close(waiter);
@@ -1958,7 +1974,7 @@ static void test_counters_events(void) {
   counter(c, "releases", &rel0);
   counter(c, "statements", &st0);
   a = open_lock(c, key(k, sizeof k, "counters"), NULL, NULL);
-  b = open_lock(c, k, NULL, NULL);
+  b = open_lock_own_holder(c, k); /* another holder on the same client */
   if (a != NULL && b != NULL && EXPECT(dlock_try(a, 0, E), DLOCK_OK)) {
     EXPECT(dlock_try(a, 0, E), DLOCK_OK);
     EXPECT(dlock_try(b, 0, E), DLOCK_BUSY);
@@ -2447,10 +2463,10 @@ static void test_fork(dlock_client *client) {
   p[0] = krow;
   p[1] = "after fork";
   EXPECT(dlock_exec(row, "DELETE FROM capi_biz WHERE k = ?", p, 1, NULL, E), DLOCK_OK);
-  other = open_lock(client, klease, NULL, NULL);
+  other = open_lock(g_other, klease, NULL, NULL);
   if (other != NULL) EXPECT(dlock_try(other, 0, E), DLOCK_BUSY);
   dlock_close(other);
-  other = open_lock(client, krow, DLOCK_MODE_ROW, NULL);
+  other = open_lock(g_other, krow, DLOCK_MODE_ROW, NULL);
   if (other != NULL) EXPECT(dlock_try(other, 0, E), DLOCK_BUSY);
   dlock_close(other);
   EXPECT(dlock_release(lease, E), DLOCK_OK);
@@ -2505,7 +2521,8 @@ int main(void) {
   RUN(test_config(), "config");
   RUN(test_client_open(), "client_open");
   client = open_client(g_url, NULL);
-  if (client != NULL) {
+  g_other = open_client(g_url, NULL);
+  if (client != NULL && g_other != NULL) {
     RUN(test_null_pointers(client), "null_pointers");
     RUN(test_messages(client), "messages");
     RUN(test_lease(client), "lease");

@@ -704,6 +704,89 @@ static void test_holder_ids(dlock_client *c) {
   }
 }
 
+/* ---- 10. reentrancy by holder across lock objects (article 6.4) ---------- */
+
+static void *try_zero(void *p) {
+  dlock_lock *l = p;
+  int rc = dlock_try(l, 0, NULL);
+  if (rc == DLOCK_OK) dlock_release(l, NULL);
+  return (void *)(intptr_t)rc;
+}
+
+static int try_on_new_thread(dlock_lock *l) {
+  pthread_t t;
+  void *rc;
+  pthread_create(&t, NULL, try_zero, l);
+  pthread_join(t, &rc);
+  return (int)(intptr_t)rc;
+}
+
+static void test_shared_holds(dlock_client *c) {
+  char k[128], oa[256], ob[256];
+  dlock_error err;
+  dlock_client *other = client_with(NULL);
+  for (int m = 0; m < 2 && other != NULL; ++m) {
+    const char *mode = m ? "row" : "lease";
+    key(k, sizeof k, m ? "shared-row" : "shared-lease");
+    const char *opts[] = {"mode", mode, NULL};
+    dlock_lock *a = lock_with(c, k, opts), *b = lock_with(c, k, opts);
+    dlock_lock *o = lock_with(other, k, opts);
+    if (!a || !b || !o) return;
+    /* Nested objects in one thread: the inner one enters at once. */
+    CHECK(dlock_try(a, 0, &err) == DLOCK_OK, "%s: a: %s", mode, err.message);
+    CHECK(dlock_try(b, 0, &err) == DLOCK_OK, "%s: b (same thread) must enter: %s", mode, err.message);
+    dlock_owner_copy(a, oa, sizeof oa);
+    dlock_owner_copy(b, ob, sizeof ob);
+    CHECK(strcmp(oa, ob) == 0 && dlock_token(a) == dlock_token(b), "%s: one hold, one owner/token", mode);
+    CHECK(dlock_hold_count(a) == 2 && dlock_hold_count(b) == 2, "%s: count %d", mode, dlock_hold_count(a));
+    /* Another thread (through either object) and another client stay out. */
+    CHECK(try_on_new_thread(b) == DLOCK_BUSY, "%s: another thread got in through b", mode);
+    CHECK(try_on_new_thread(a) == DLOCK_BUSY, "%s: another thread got in through a", mode);
+    CHECK(dlock_try(o, 0, &err) == DLOCK_BUSY, "%s: another client got in", mode);
+    /* The inner release keeps the hold; the last one releases. */
+    CHECK(dlock_release(b, &err) == DLOCK_OK, "%s: inner release: %s", mode, err.message);
+    CHECK(dlock_held(a) && dlock_hold_count(a) == 1, "%s: inner release let go", mode);
+    CHECK(dlock_try(o, 0, &err) == DLOCK_BUSY, "%s: another client got in after the inner release", mode);
+    CHECK(dlock_release(a, &err) == DLOCK_OK, "%s: outer release: %s", mode, err.message);
+    CHECK(!dlock_held(a) && !dlock_held(b), "%s: still held", mode);
+    CHECK(dlock_try(o, 2000, &err) == DLOCK_OK, "%s: free for others: %s", mode, err.message);
+    dlock_release(o, NULL);
+    /* Releasing in the wrong order. */
+    CHECK(dlock_try(a, 0, &err) == DLOCK_OK && dlock_try(b, 0, &err) == DLOCK_OK, "%s: again", mode);
+    CHECK(dlock_release(a, &err) == DLOCK_OK && dlock_held(b), "%s: a first keeps b's hold", mode);
+    CHECK(dlock_release(b, &err) == DLOCK_OK && !dlock_held(b), "%s: b last releases", mode);
+    /* Closing an object that still holds gives back its own holds only. */
+    CHECK(dlock_try(a, 0, &err) == DLOCK_OK && dlock_try(b, 0, &err) == DLOCK_OK &&
+              dlock_try(b, 0, &err) == DLOCK_OK, "%s: three holds", mode);
+    dlock_close(a);
+    CHECK(dlock_held(b) && dlock_hold_count(b) == 2, "%s: closing a took b's holds (count %d)", mode,
+          dlock_hold_count(b));
+    CHECK(dlock_try(o, 0, &err) == DLOCK_BUSY, "%s: free after closing a", mode);
+    CHECK(dlock_release(b, &err) == DLOCK_OK && dlock_release(b, &err) == DLOCK_OK, "%s: b's releases", mode);
+    CHECK(!dlock_held(b), "%s: still held at the end", mode);
+    a = lock_with(c, k, opts);
+    CHECK(dlock_try(a, 0, &err) == DLOCK_OK && dlock_try(b, 0, &err) == DLOCK_OK, "%s: two holds", mode);
+    dlock_close(b); /* gives back b's hold; a still holds */
+    CHECK(dlock_held(a) && dlock_hold_count(a) == 1, "%s: closing b", mode);
+    dlock_close(a); /* the last hold: released */
+    CHECK(dlock_try(o, 2000, &err) == DLOCK_OK, "%s: closing the last holder released it: %s", mode,
+          err.message);
+    dlock_release(o, NULL);
+    /* Different options: not the same lock object family, two holders. */
+    const char *other_ttl[] = {"mode", mode, "ttl_ms", "12345", NULL};
+    dlock_lock *d = lock_with(c, k, opts), *e = lock_with(c, k, other_ttl);
+    if (d && e) {
+      CHECK(dlock_try(d, 0, &err) == DLOCK_OK, "%s: d", mode);
+      CHECK(dlock_try(e, 0, &err) == DLOCK_BUSY, "%s: other options share the hold", mode);
+      dlock_release(d, NULL);
+    }
+    dlock_close(d);
+    dlock_close(e);
+    dlock_close(o);
+  }
+  dlock_client_close(other);
+}
+
 static int selected(const char *name) {
   const char *only = getenv("CONC_TEST_ONLY");
   if (only == NULL || only[0] == '\0') return 1;
@@ -739,6 +822,7 @@ int main(void) {
   RUN("owner_row", test_owner_copy(c, "row"));
   RUN("txn_enders", test_txn_enders(c));
   RUN("holder_ids", test_holder_ids(c));
+  RUN("shared_holds", test_shared_holds(c));
   RUN("cancel_lease", test_cancel_race("lease"));
   RUN("cancel_row", test_cancel_race("row"));
   if (dlock_test_server_is_ours()) {

@@ -259,7 +259,9 @@ TEST_CASE("a waiter in the same process gets the lock within milliseconds of a l
     INFO("mode: " << mode);
     const std::string key = dtest::UniquePrefix("handoff") + mode;
     auto a = Open(c, key, {{"mode", mode}, {"ttl_ms", "30000"}});
-    auto b = Open(c, key, {{"mode", mode}, {"ttl_ms", "30000"}});
+    // holder=lock: another holder than a (objects of one key held by threads
+    // share their hold), so b waits in the process's queue for the key.
+    auto b = Open(c, key, {{"mode", mode}, {"ttl_ms", "30000"}, {"holder", "lock"}});
     DT_REQUIRE_CODE(a->Try(0), Code::kOk);
     const uint64_t sent_before = Counter(c, "statements");
     std::atomic<int64_t> acquired_ns{0};

@@ -138,8 +138,10 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *     reentrant       0|1: the same holder taking it again counts up
  *                     (default 1); released when the count returns to zero
  *     holder          thread|lock: who "the same holder" is (default thread:
- *                     the thread that acquired; lock: the lock object, for
- *                     languages without stable threads, e.g. Go)
+ *                     the thread that acquired, through any lock object of
+ *                     the client for that key and options, see dlock_try;
+ *                     lock: the lock object, for languages without stable
+ *                     threads, e.g. Go)
  *     shards          row locks: map the key onto one of N rows
  *                     ("<shard_group>:1".."<shard_group>:N"); exclusion is
  *                     then per shard, not per key (default 0 = off)
@@ -218,11 +220,17 @@ DLOCK_EXPORT void dlock_close(dlock_lock *lock);
 /* Tries to take the lock, waiting at most wait_ms (0 = one attempt,
  * max 86400000). Returns DLOCK_OK (now held; a new owner id and fencing token
  * were assigned) or DLOCK_BUSY (someone else held it for the whole wait), or
- * an error. If the same holder (see the holder option) already holds it
- * through this object: DLOCK_OK and the hold count goes up (owner and token
- * unchanged), or DLOCK_E_STATE with reentrant=0. Another thread of the same
- * object waits like any other waiter. Reentrancy is per lock object: two
- * objects for one key are two holders, even in one thread.
+ * an error. If the same holder (see the holder option) already holds it:
+ * DLOCK_OK and the hold count goes up (owner and token unchanged), or
+ * DLOCK_E_STATE with reentrant=0. Another holder waits like any other waiter.
+ * Holders (article 6.4): with holder=thread (the default) the lock objects of
+ * one client opened for the same key with the same options share one hold:
+ * the thread (or dlock_try_as id) that holds the key enters again through
+ * any of them, a release through any of them counts down, the last one
+ * releases the lock, and closing an object gives back the holds taken
+ * through it (since 1.1; before, each object was a holder of its own).
+ * Other threads, other clients and objects with other options are other
+ * holders. With holder=lock each object is one holder of its own.
  * The wait for a free pool connection is bounded by wait_ms, but is at least
  * 1 s, so that wait_ms=0 still gets a connection in a busy process. The
  * whole call returns within max(wait_ms, connect_timeout) + connect_timeout +

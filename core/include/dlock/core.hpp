@@ -91,6 +91,7 @@ struct Event {
 
 class ClientImpl;
 class LockImpl;
+struct LockCaller;
 
 // A client owns a bounded pool of connections to one server. Thread-safe.
 class Client {
@@ -117,7 +118,11 @@ class Client {
   std::unique_ptr<ClientImpl> impl_;
 };
 
-// One named lock. Thread-safe: operations are serialised per object.
+// One named lock. Thread-safe: operations are serialised per object. Objects
+// of one client with the same key, mode and options and holder=thread share
+// their hold: the thread that holds the key enters again through any of
+// them; the last release (through any of them) releases it; closing one
+// gives back the holds it took.
 class Lock {
  public:
   static Status Open(std::shared_ptr<Client> client, const std::string& key, const Config& cfg,
@@ -163,8 +168,11 @@ class Lock {
   int hold_count() const;  // reentrant holds (0 when not held)
 
  private:
-  explicit Lock(std::unique_ptr<LockImpl> impl);
-  std::unique_ptr<LockImpl> impl_;
+  explicit Lock(std::shared_ptr<LockImpl> impl);
+  Status Took(Status s);
+  Status Gave(Status s);
+  std::shared_ptr<LockImpl> impl_;  // shared by the objects of one key (holder=thread)
+  std::unique_ptr<LockCaller> me_;  // this object's calls, cancel and holds
 };
 
 const char* Version();
