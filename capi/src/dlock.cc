@@ -187,6 +187,25 @@ int dlock_release_as(dlock_lock* lock, uint64_t holder, dlock_error* err) {
   return Guard(err, [&] { return Report(lock->lock->ReleaseAs(holder), err); });
 }
 
+int dlock_rollback_as(dlock_lock* lock, uint64_t holder, dlock_error* err) {
+  if (lock == nullptr) return Null(err, "lock");
+  return Guard(err, [&] { return Report(lock->lock->RollbackAs(holder), err); });
+}
+
+int dlock_hold_count_as(const dlock_lock* lock, uint64_t holder) {
+  return lock == nullptr ? 0 : lock->lock->hold_count_as(holder);
+}
+
+uint64_t dlock_cancel_mark(const dlock_lock* lock) {
+  return lock == nullptr ? 0 : lock->lock->cancel_mark();
+}
+
+int dlock_try_from(dlock_lock* lock, uint64_t holder, uint64_t cancel_mark, int64_t wait_ms,
+                   dlock_error* err) {
+  if (lock == nullptr) return Null(err, "lock");
+  return Guard(err, [&] { return Report(lock->lock->TryFrom(holder, cancel_mark, wait_ms), err); });
+}
+
 int dlock_renew(dlock_lock* lock, dlock_error* err) {
   if (lock == nullptr) return Null(err, "lock");
   return Guard(err, [&] { return Report(lock->lock->Renew(), err); });

@@ -394,6 +394,13 @@ int LockImpl::HoldCount() const {
   return StateLocked() == LockState::kHeld ? count_ : 0;
 }
 
+int LockImpl::HoldCountOfCaller() const {
+  MutexLock g(st_mu_);
+  return StateLocked() == LockState::kHeld && IsHolderLocked() ? count_ : 0;
+}
+
+uint64_t LockImpl::CancelMark(const LockCaller& me) const { return me.cancel_seq.load(); }
+
 void LockImpl::OnRenewed(const std::string& owner, Clock::time_point deadline) {
   MutexLock g(st_mu_);
   if (state_ == LockState::kHeld && owner_ == owner) deadline_ = deadline;
@@ -424,7 +431,7 @@ void LockImpl::Cancel(LockCaller& me) {
 
 // ---- Try -----------------------------------------------------------------
 
-Status LockImpl::Try(LockCaller& me, int64_t wait_ms) {
+Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mark) {
   if (Status s = CheckPid(); !s.ok()) return s;
   CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
@@ -433,7 +440,9 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms) {
                            std::to_string(wait_ms));
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::milliseconds(wait_ms);
-  const CancelToken cancel_seen{&me.cancel_seq, me.cancel_seq.load()};
+  // Cancels after the caller's mark count, even one that came before this
+  // call began (bindings take the mark before they arm their cancel).
+  const CancelToken cancel_seen{&me.cancel_seq, cancel_mark ? *cancel_mark : me.cancel_seq.load()};
   Counters& k = c_->counters();
   {
     MutexLock g(st_mu_);
@@ -1358,6 +1367,20 @@ Status Lock::Try(int64_t wait_ms) { return Took(impl_->Try(*me_, wait_ms)); }
 Status Lock::TryAs(uint64_t holder, int64_t wait_ms) {
   HolderScope as(holder);
   return Took(impl_->Try(*me_, wait_ms));
+}
+Status Lock::TryFrom(uint64_t holder, uint64_t cancel_mark, int64_t wait_ms) {
+  if (holder == 0) return Took(impl_->Try(*me_, wait_ms, &cancel_mark));
+  HolderScope as(holder);
+  return Took(impl_->Try(*me_, wait_ms, &cancel_mark));
+}
+uint64_t Lock::cancel_mark() const { return impl_->CancelMark(*me_); }
+Status Lock::RollbackAs(uint64_t holder) {
+  HolderScope as(holder);
+  return Rollback();
+}
+int Lock::hold_count_as(uint64_t holder) const {
+  HolderScope as(holder);
+  return impl_->HoldCountOfCaller();
 }
 Status Lock::ReleaseAs(uint64_t holder) {
   HolderScope as(holder);

@@ -73,7 +73,9 @@ class LockImpl {
            std::string identity);
   ~LockImpl();
 
-  Status Try(LockCaller& me, int64_t wait_ms);
+  // cancel_mark: count cancels after this mark (nullptr: after the call began).
+  Status Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mark = nullptr);
+  uint64_t CancelMark(const LockCaller& me) const;
   Status Renew(LockCaller& me);
   Status Release(LockCaller& me);
   Status Rollback(LockCaller& me);
@@ -98,6 +100,7 @@ class LockImpl {
   const std::string& key() const { return key_; }
   int64_t RemainingMs() const;
   int HoldCount() const;
+  int HoldCountOfCaller() const;  // 0 unless the calling holder holds it
   bool forked() const { return getpid() != pid_; }
 
   // Watchdog hooks; called with the watchdog's mutex held, never with ours.

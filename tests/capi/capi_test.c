@@ -2396,7 +2396,7 @@ static void test_fork(dlock_client *client) {
   if (!EXPECT(dlock_try(row, 0, E), DLOCK_OK)) goto out;
   if (!EXPECT(dlock_try(autol, 0, E), DLOCK_OK)) goto out;
   /* A thread of ours waits on the server for the row lock while we fork. */
-  rwait = open_lock(client, krow, DLOCK_MODE_ROW, NULL);
+  rwait = open_lock(g_other, krow, DLOCK_MODE_ROW, NULL); /* another holder */
   if (rwait == NULL) goto out;
   waiter.lock = rwait;
   waiter.rc = 12345;

@@ -698,7 +698,46 @@ static void test_holder_ids(dlock_client *c) {
     CHECK(dlock_held(l) == 0, "%s: still held", mode);
     CHECK(dlock_try_as(l, 7, 0, &err) == DLOCK_OK, "%s: holder 7 after release: %s", mode, err.message);
     CHECK(dlock_release_as(l, 7, &err) == DLOCK_OK, "%s: release_as(7)", mode);
+    /* hold_count_as / rollback_as speak for one holder. */
+    CHECK(dlock_try_as(l, 5, 0, &err) == DLOCK_OK, "%s: try_as(5): %s", mode, err.message);
+    CHECK(dlock_hold_count_as(l, 5) == 1 && dlock_hold_count_as(l, 6) == 0, "%s: hold_count_as",
+          mode);
+    if (m == 1) {
+      CHECK(dlock_rollback_as(l, 6, &err) == DLOCK_E_STATE, "%s: rollback_as by another holder",
+            mode);
+      CHECK(dlock_rollback_as(l, 5, &err) == DLOCK_OK, "%s: rollback_as(5): %s", mode, err.message);
+    } else {
+      CHECK(dlock_release_as(l, 5, &err) == DLOCK_OK, "%s: release_as(5)", mode);
+    }
+    CHECK(dlock_held(l) == 0, "%s: held after the holder let go", mode);
+    /* A cancel that comes before the call begins, after the caller's mark. */
+    {
+      dlock_client *oc = client_with(NULL);
+      dlock_lock *h = oc ? lock_with(oc, k, (const char *const[]){"mode", mode, NULL}) : NULL;
+      if (h != NULL && dlock_try(h, 0, &err) == DLOCK_OK) {
+        uint64_t mark = dlock_cancel_mark(l);
+        int64_t t0 = now_ms();
+        CHECK(dlock_try_from(l, 0, mark, 300, &err) == DLOCK_BUSY, "%s: try_from, no cancel", mode);
+        mark = dlock_cancel_mark(l);
+        dlock_cancel(l); /* before the call */
+        t0 = now_ms();
+        int rc = dlock_try_from(l, 77, mark, 10000, &err);
+        CHECK(rc == DLOCK_E_CANCELLED, "%s: try_from after an early cancel returned %s", mode,
+              dlock_code_name(rc));
+        CHECK(now_ms() - t0 < 1000, "%s: early cancel took %lld ms", mode, (long long)(now_ms() - t0));
+        dlock_release(h, NULL);
+        mark = dlock_cancel_mark(l);
+        CHECK(dlock_try_from(l, 77, mark, 2000, &err) == DLOCK_OK, "%s: try_from: %s", mode, err.message);
+        CHECK(dlock_hold_count_as(l, 77) == 1, "%s: try_from took it for holder 77", mode);
+        dlock_release_as(l, 77, NULL);
+      }
+      dlock_close(h);
+      dlock_client_close(oc);
+    }
     CHECK(dlock_try_as(NULL, 1, 0, &err) == DLOCK_E_INVALID, "NULL lock");
+    CHECK(dlock_try_from(NULL, 1, 0, 0, &err) == DLOCK_E_INVALID, "NULL lock");
+    CHECK(dlock_rollback_as(NULL, 1, &err) == DLOCK_E_INVALID, "NULL lock");
+    CHECK(dlock_hold_count_as(NULL, 1) == 0 && dlock_cancel_mark(NULL) == 0, "NULL lock");
     CHECK(dlock_release_as(NULL, 1, &err) == DLOCK_E_INVALID, "NULL lock");
     dlock_close(l);
   }

@@ -249,6 +249,25 @@ DLOCK_EXPORT int dlock_try(dlock_lock *lock, int64_t wait_ms, dlock_error *err);
 DLOCK_EXPORT int dlock_try_as(dlock_lock *lock, uint64_t holder, int64_t wait_ms,
                               dlock_error *err);
 DLOCK_EXPORT int dlock_release_as(dlock_lock *lock, uint64_t holder, dlock_error *err);
+/* dlock_rollback on behalf of holder (a row lock is checked against its
+ * holder like dlock_release). Since 1.1. */
+DLOCK_EXPORT int dlock_rollback_as(dlock_lock *lock, uint64_t holder, dlock_error *err);
+/* The reentrant holds of holder: 0 when the lock is not held or is held by
+ * another holder (with holder=lock: dlock_hold_count). Never touches the
+ * network; any thread. Since 1.1. */
+DLOCK_EXPORT int dlock_hold_count_as(const dlock_lock *lock, uint64_t holder);
+
+/* Cancelling a call that has not begun yet. dlock_cancel reaches calls
+ * already inside the library; a binding whose cancel may come just before
+ * the call begins (a Go context, a Java interrupt) takes a mark first, then
+ * arms its cancel, then calls dlock_try_from with the mark: every
+ * dlock_cancel on this object after the mark ends that call with
+ * DLOCK_E_CANCELLED, even one that came before the call began. No
+ * re-sending needed. holder: as dlock_try_as, or 0 for the calling OS thread
+ * (like dlock_try). Since 1.1. */
+DLOCK_EXPORT uint64_t dlock_cancel_mark(const dlock_lock *lock);
+DLOCK_EXPORT int dlock_try_from(dlock_lock *lock, uint64_t holder, uint64_t cancel_mark,
+                                int64_t wait_ms, dlock_error *err);
 
 /* Extends a held lease by its ttl, from the database's clock.
  * DLOCK_OK, or DLOCK_E_LOST (expired by the database clock or taken: the

@@ -157,6 +157,12 @@ class Lock {
   // threads move between OS threads (Java virtual threads).
   Status TryAs(uint64_t holder, int64_t wait_ms);
   Status ReleaseAs(uint64_t holder);
+  Status RollbackAs(uint64_t holder);
+  int hold_count_as(uint64_t holder) const;  // holder's holds (0 if another holds it)
+  // The object's cancel count now; TryFrom counts only cancels after it, also
+  // one that came before the call began. holder 0: the calling OS thread.
+  uint64_t cancel_mark() const;
+  Status TryFrom(uint64_t holder, uint64_t cancel_mark, int64_t wait_ms);
   std::string owner() const;
   const char* owner_cstr() const;  // valid until the next Try
   // Copies the owner id into buf (cut at cap - 1, NUL-terminated); returns
