@@ -1,0 +1,21 @@
+/*
+ * go.i: the Go side of the SWIG interface. Generates package dlockc, the
+ * internal low-level layer of the Go module (bindings/go/internal/dlockc);
+ * regenerate with bindings/go/generate.sh. The public package dlock sits on
+ * top of it.
+ */
+%module dlockc
+
+/* cgo finds the installed library through pkg-config and links it
+ * dynamically (libdlock.so.1): no copy of the core in a Go binary. */
+%insert(cgo_comment_typedefs) %{
+#cgo pkg-config: dlock
+%}
+
+/* A Go string carries the key's bytes and length; dlock_open copies them. */
+%apply (char *STRING, size_t LENGTH) { (const char *key, size_t key_len) };
+
+/* `type` is a Go keyword. */
+%rename(kind) dlock_event::type;
+
+%include "dlock.i"
