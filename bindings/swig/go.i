@@ -15,6 +15,18 @@
 /* A Go string carries the key's bytes and length; dlock_open copies them. */
 %apply (char *STRING, size_t LENGTH) { (const char *key, size_t key_len) };
 
+/* Strings handed out by dlock.h are static or owned by a handle (or are a
+ * caller-owned struct's array): point a Go string header at them and copy
+ * them into Go memory at once, instead of SWIG's malloc + copy + free (whose
+ * uintptr-to-pointer helper `go vet` rightly questions). */
+%typemap(out) char *, char[ANY], char[]
+%{
+  $result.p = (char *)$1;
+  $result.n = $1 ? (intgo)strlen((const char *)$1) : 0;
+%}
+%typemap(goout) char *, char[ANY], char[]
+%{ $result = string([]byte($1)) %}
+
 /* `type` is a Go keyword. */
 %rename(kind) dlock_event::type;
 

@@ -163,15 +163,6 @@ typedef struct { void* array; intgo len; intgo cap; } _goslice_;
 
 
 
-static _gostring_ Swig_AllocateString(const char *p, size_t l) {
-  _gostring_ ret;
-  ret.p = (char*)malloc(l);
-  memcpy(ret.p, p, l);
-  ret.n = l;
-  return ret;
-}
-
-
 static void Swig_free(void* p) {
   free(p);
 }
@@ -228,7 +219,7 @@ static uint64_t dlockswig_client_cleanup(dlock_client *client, dlock_error *err)
 extern "C" {
 #endif
 
-void _wrap_Swig_free_dlockc_68e446158a2929dd(void *_swig_go_0) {
+void _wrap_Swig_free_dlockc_5940d645706ccb02(void *_swig_go_0) {
   void *arg1 = (void *) 0 ;
   
   arg1 = *(void **)&_swig_go_0; 
@@ -238,7 +229,7 @@ void _wrap_Swig_free_dlockc_68e446158a2929dd(void *_swig_go_0) {
 }
 
 
-void *_wrap_Swig_malloc_dlockc_68e446158a2929dd(intgo _swig_go_0) {
+void *_wrap_Swig_malloc_dlockc_5940d645706ccb02(intgo _swig_go_0) {
   int arg1 ;
   void *result = 0 ;
   void *_swig_go_result;
@@ -251,7 +242,7 @@ void *_wrap_Swig_malloc_dlockc_68e446158a2929dd(intgo _swig_go_0) {
 }
 
 
-struct dlock_config *_wrap_dlockswig_config_new_dlockc_68e446158a2929dd(struct dlock_error *_swig_go_0) {
+struct dlock_config *_wrap_dlockswig_config_new_dlockc_5940d645706ccb02(struct dlock_error *_swig_go_0) {
   dlock_error *arg1 = (dlock_error *) 0 ;
   dlock_config *result = 0 ;
   struct dlock_config *_swig_go_result;
@@ -264,7 +255,7 @@ struct dlock_config *_wrap_dlockswig_config_new_dlockc_68e446158a2929dd(struct d
 }
 
 
-struct dlock_client *_wrap_dlockswig_client_open_dlockc_68e446158a2929dd(_gostring_ _swig_go_0, struct dlock_config *_swig_go_1, struct dlock_error *_swig_go_2) {
+struct dlock_client *_wrap_dlockswig_client_open_dlockc_5940d645706ccb02(_gostring_ _swig_go_0, struct dlock_config *_swig_go_1, struct dlock_error *_swig_go_2) {
   char *arg1 = (char *) 0 ;
   dlock_config *arg2 = (dlock_config *) 0 ;
   dlock_error *arg3 = (dlock_error *) 0 ;
@@ -286,7 +277,7 @@ struct dlock_client *_wrap_dlockswig_client_open_dlockc_68e446158a2929dd(_gostri
 }
 
 
-struct dlock_lock *_wrap_dlockswig_open_dlockc_68e446158a2929dd(struct dlock_client *_swig_go_0, _gostring_ _swig_go_1, struct dlock_config *_swig_go_2, struct dlock_error *_swig_go_3) {
+struct dlock_lock *_wrap_dlockswig_open_dlockc_5940d645706ccb02(struct dlock_client *_swig_go_0, _gostring_ _swig_go_1, struct dlock_config *_swig_go_2, struct dlock_error *_swig_go_3) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   char *arg2 = (char *) 0 ;
   size_t arg3 ;
@@ -309,7 +300,7 @@ struct dlock_lock *_wrap_dlockswig_open_dlockc_68e446158a2929dd(struct dlock_cli
 }
 
 
-long long _wrap_dlockswig_client_counter_dlockc_68e446158a2929dd(struct dlock_client *_swig_go_0, _gostring_ _swig_go_1, struct dlock_error *_swig_go_2) {
+long long _wrap_dlockswig_client_counter_dlockc_5940d645706ccb02(struct dlock_client *_swig_go_0, _gostring_ _swig_go_1, struct dlock_error *_swig_go_2) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   char *arg2 = (char *) 0 ;
   dlock_error *arg3 = (dlock_error *) 0 ;
@@ -331,7 +322,7 @@ long long _wrap_dlockswig_client_counter_dlockc_68e446158a2929dd(struct dlock_cl
 }
 
 
-long long _wrap_dlockswig_client_cleanup_dlockc_68e446158a2929dd(struct dlock_client *_swig_go_0, struct dlock_error *_swig_go_1) {
+long long _wrap_dlockswig_client_cleanup_dlockc_5940d645706ccb02(struct dlock_client *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   uint64_t result;
@@ -346,7 +337,7 @@ long long _wrap_dlockswig_client_cleanup_dlockc_68e446158a2929dd(struct dlock_cl
 }
 
 
-intgo _wrap_DLOCK_OK_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_OK_dlockc_5940d645706ccb02() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -358,7 +349,7 @@ intgo _wrap_DLOCK_OK_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_BUSY_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_BUSY_dlockc_5940d645706ccb02() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -370,7 +361,7 @@ intgo _wrap_DLOCK_BUSY_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_E_INVALID_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_E_INVALID_dlockc_5940d645706ccb02() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -382,7 +373,7 @@ intgo _wrap_DLOCK_E_INVALID_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_E_CONNECT_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_E_CONNECT_dlockc_5940d645706ccb02() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -394,7 +385,7 @@ intgo _wrap_DLOCK_E_CONNECT_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_E_LOST_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_E_LOST_dlockc_5940d645706ccb02() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -406,7 +397,7 @@ intgo _wrap_DLOCK_E_LOST_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_E_READONLY_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_E_READONLY_dlockc_5940d645706ccb02() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -418,7 +409,7 @@ intgo _wrap_DLOCK_E_READONLY_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_E_UNSUPPORTED_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_E_UNSUPPORTED_dlockc_5940d645706ccb02() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -430,7 +421,7 @@ intgo _wrap_DLOCK_E_UNSUPPORTED_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_E_DB_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_E_DB_dlockc_5940d645706ccb02() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -442,7 +433,7 @@ intgo _wrap_DLOCK_E_DB_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_E_STATE_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_E_STATE_dlockc_5940d645706ccb02() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -454,7 +445,7 @@ intgo _wrap_DLOCK_E_STATE_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_E_FORKED_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_E_FORKED_dlockc_5940d645706ccb02() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -466,7 +457,7 @@ intgo _wrap_DLOCK_E_FORKED_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_E_POOL_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_E_POOL_dlockc_5940d645706ccb02() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -478,7 +469,7 @@ intgo _wrap_DLOCK_E_POOL_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_E_UNKNOWN_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_E_UNKNOWN_dlockc_5940d645706ccb02() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -490,7 +481,7 @@ intgo _wrap_DLOCK_E_UNKNOWN_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_E_INTERNAL_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_E_INTERNAL_dlockc_5940d645706ccb02() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -502,7 +493,7 @@ intgo _wrap_DLOCK_E_INTERNAL_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_E_TIMEOUT_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_E_TIMEOUT_dlockc_5940d645706ccb02() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -514,7 +505,7 @@ intgo _wrap_DLOCK_E_TIMEOUT_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_E_CANCELLED_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_E_CANCELLED_dlockc_5940d645706ccb02() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -526,7 +517,7 @@ intgo _wrap_DLOCK_E_CANCELLED_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_E_MAX_HOLD_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_E_MAX_HOLD_dlockc_5940d645706ccb02() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -538,7 +529,7 @@ intgo _wrap_DLOCK_E_MAX_HOLD_dlockc_68e446158a2929dd() {
 }
 
 
-void _wrap_dlock_error_code_set_dlockc_68e446158a2929dd(struct dlock_error *_swig_go_0, intgo _swig_go_1) {
+void _wrap_dlock_error_code_set_dlockc_5940d645706ccb02(struct dlock_error *_swig_go_0, intgo _swig_go_1) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   int arg2 ;
   
@@ -550,7 +541,7 @@ void _wrap_dlock_error_code_set_dlockc_68e446158a2929dd(struct dlock_error *_swi
 }
 
 
-intgo _wrap_dlock_error_code_get_dlockc_68e446158a2929dd(struct dlock_error *_swig_go_0) {
+intgo _wrap_dlock_error_code_get_dlockc_5940d645706ccb02(struct dlock_error *_swig_go_0) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -563,7 +554,7 @@ intgo _wrap_dlock_error_code_get_dlockc_68e446158a2929dd(struct dlock_error *_sw
 }
 
 
-void _wrap_dlock_error_server_errno_set_dlockc_68e446158a2929dd(struct dlock_error *_swig_go_0, intgo _swig_go_1) {
+void _wrap_dlock_error_server_errno_set_dlockc_5940d645706ccb02(struct dlock_error *_swig_go_0, intgo _swig_go_1) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   int arg2 ;
   
@@ -575,7 +566,7 @@ void _wrap_dlock_error_server_errno_set_dlockc_68e446158a2929dd(struct dlock_err
 }
 
 
-intgo _wrap_dlock_error_server_errno_get_dlockc_68e446158a2929dd(struct dlock_error *_swig_go_0) {
+intgo _wrap_dlock_error_server_errno_get_dlockc_5940d645706ccb02(struct dlock_error *_swig_go_0) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -588,7 +579,7 @@ intgo _wrap_dlock_error_server_errno_get_dlockc_68e446158a2929dd(struct dlock_er
 }
 
 
-void _wrap_dlock_error_message_set_dlockc_68e446158a2929dd(struct dlock_error *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_dlock_error_message_set_dlockc_5940d645706ccb02(struct dlock_error *_swig_go_0, _gostring_ _swig_go_1) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   char *arg2 ;
   
@@ -612,7 +603,7 @@ void _wrap_dlock_error_message_set_dlockc_68e446158a2929dd(struct dlock_error *_
 }
 
 
-_gostring_ _wrap_dlock_error_message_get_dlockc_68e446158a2929dd(struct dlock_error *_swig_go_0) {
+_gostring_ _wrap_dlock_error_message_get_dlockc_5940d645706ccb02(struct dlock_error *_swig_go_0) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -620,12 +611,15 @@ _gostring_ _wrap_dlock_error_message_get_dlockc_68e446158a2929dd(struct dlock_er
   arg1 = *(struct dlock_error **)&_swig_go_0; 
   
   result = (char *)(char *) ((arg1)->message);
-  _swig_go_result = Swig_AllocateString((char*)result, result ? strlen((char*)result) : 0); 
+  
+  _swig_go_result.p = (char *)result;
+  _swig_go_result.n = result ? (intgo)strlen((const char *)result) : 0;
+  
   return _swig_go_result;
 }
 
 
-struct dlock_error *_wrap_new_dlock_error_dlockc_68e446158a2929dd() {
+struct dlock_error *_wrap_new_dlock_error_dlockc_5940d645706ccb02() {
   struct dlock_error *result = 0 ;
   struct dlock_error *_swig_go_result;
   
@@ -636,7 +630,7 @@ struct dlock_error *_wrap_new_dlock_error_dlockc_68e446158a2929dd() {
 }
 
 
-void _wrap_delete_dlock_error_dlockc_68e446158a2929dd(struct dlock_error *_swig_go_0) {
+void _wrap_delete_dlock_error_dlockc_5940d645706ccb02(struct dlock_error *_swig_go_0) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   
   arg1 = *(struct dlock_error **)&_swig_go_0; 
@@ -646,7 +640,7 @@ void _wrap_delete_dlock_error_dlockc_68e446158a2929dd(struct dlock_error *_swig_
 }
 
 
-intgo _wrap_DLOCK_STATE_IDLE_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_STATE_IDLE_dlockc_5940d645706ccb02() {
   enum dlock_state_t result;
   intgo _swig_go_result;
   
@@ -658,7 +652,7 @@ intgo _wrap_DLOCK_STATE_IDLE_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_STATE_HELD_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_STATE_HELD_dlockc_5940d645706ccb02() {
   enum dlock_state_t result;
   intgo _swig_go_result;
   
@@ -670,7 +664,7 @@ intgo _wrap_DLOCK_STATE_HELD_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_STATE_LOST_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_STATE_LOST_dlockc_5940d645706ccb02() {
   enum dlock_state_t result;
   intgo _swig_go_result;
   
@@ -682,18 +676,21 @@ intgo _wrap_DLOCK_STATE_LOST_dlockc_68e446158a2929dd() {
 }
 
 
-_gostring_ _wrap_dlock_version_dlockc_68e446158a2929dd() {
+_gostring_ _wrap_dlock_version_dlockc_5940d645706ccb02() {
   char *result = 0 ;
   _gostring_ _swig_go_result;
   
   
   result = (char *)dlock_version();
-  _swig_go_result = Swig_AllocateString((char*)result, result ? strlen((char*)result) : 0); 
+  
+  _swig_go_result.p = (char *)result;
+  _swig_go_result.n = result ? (intgo)strlen((const char *)result) : 0;
+  
   return _swig_go_result;
 }
 
 
-_gostring_ _wrap_dlock_code_name_dlockc_68e446158a2929dd(intgo _swig_go_0) {
+_gostring_ _wrap_dlock_code_name_dlockc_5940d645706ccb02(intgo _swig_go_0) {
   int arg1 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -701,12 +698,15 @@ _gostring_ _wrap_dlock_code_name_dlockc_68e446158a2929dd(intgo _swig_go_0) {
   arg1 = (int)_swig_go_0; 
   
   result = (char *)dlock_code_name(arg1);
-  _swig_go_result = Swig_AllocateString((char*)result, result ? strlen((char*)result) : 0); 
+  
+  _swig_go_result.p = (char *)result;
+  _swig_go_result.n = result ? (intgo)strlen((const char *)result) : 0;
+  
   return _swig_go_result;
 }
 
 
-void _wrap_dlock_config_free_dlockc_68e446158a2929dd(struct dlock_config *_swig_go_0) {
+void _wrap_dlock_config_free_dlockc_5940d645706ccb02(struct dlock_config *_swig_go_0) {
   dlock_config *arg1 = (dlock_config *) 0 ;
   
   arg1 = *(dlock_config **)&_swig_go_0; 
@@ -716,7 +716,7 @@ void _wrap_dlock_config_free_dlockc_68e446158a2929dd(struct dlock_config *_swig_
 }
 
 
-intgo _wrap_dlock_config_set_dlockc_68e446158a2929dd(struct dlock_config *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct dlock_error *_swig_go_3) {
+intgo _wrap_dlock_config_set_dlockc_5940d645706ccb02(struct dlock_config *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct dlock_error *_swig_go_3) {
   dlock_config *arg1 = (dlock_config *) 0 ;
   char *arg2 = (char *) 0 ;
   char *arg3 = (char *) 0 ;
@@ -745,7 +745,7 @@ intgo _wrap_dlock_config_set_dlockc_68e446158a2929dd(struct dlock_config *_swig_
 }
 
 
-void _wrap_dlock_client_close_dlockc_68e446158a2929dd(struct dlock_client *_swig_go_0) {
+void _wrap_dlock_client_close_dlockc_5940d645706ccb02(struct dlock_client *_swig_go_0) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   
   arg1 = *(dlock_client **)&_swig_go_0; 
@@ -755,7 +755,7 @@ void _wrap_dlock_client_close_dlockc_68e446158a2929dd(struct dlock_client *_swig
 }
 
 
-void _wrap_dlock_close_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0) {
+void _wrap_dlock_close_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   
   arg1 = *(dlock_lock **)&_swig_go_0; 
@@ -765,7 +765,7 @@ void _wrap_dlock_close_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0) {
 }
 
 
-intgo _wrap_dlock_try_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
+intgo _wrap_dlock_try_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int64_t arg2 ;
   dlock_error *arg3 = (dlock_error *) 0 ;
@@ -782,7 +782,7 @@ intgo _wrap_dlock_try_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0, lon
 }
 
 
-intgo _wrap_dlock_renew_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
+intgo _wrap_dlock_renew_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   int result;
@@ -797,7 +797,7 @@ intgo _wrap_dlock_renew_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0, s
 }
 
 
-intgo _wrap_dlock_release_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
+intgo _wrap_dlock_release_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   int result;
@@ -812,7 +812,7 @@ intgo _wrap_dlock_release_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0,
 }
 
 
-intgo _wrap_dlock_rollback_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
+intgo _wrap_dlock_rollback_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   int result;
@@ -827,7 +827,7 @@ intgo _wrap_dlock_rollback_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0
 }
 
 
-intgo _wrap_dlock_begin_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
+intgo _wrap_dlock_begin_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   int result;
@@ -842,7 +842,7 @@ intgo _wrap_dlock_begin_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0, s
 }
 
 
-intgo _wrap_dlock_wait_lost_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
+intgo _wrap_dlock_wait_lost_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int64_t arg2 ;
   dlock_error *arg3 = (dlock_error *) 0 ;
@@ -859,7 +859,7 @@ intgo _wrap_dlock_wait_lost_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_
 }
 
 
-intgo _wrap_dlock_cancel_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0) {
+intgo _wrap_dlock_cancel_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -872,7 +872,7 @@ intgo _wrap_dlock_cancel_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0) 
 }
 
 
-intgo _wrap_dlock_state_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0) {
+intgo _wrap_dlock_state_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -885,7 +885,7 @@ intgo _wrap_dlock_state_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0) {
 }
 
 
-intgo _wrap_dlock_held_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0) {
+intgo _wrap_dlock_held_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -898,7 +898,7 @@ intgo _wrap_dlock_held_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_dlock_owner_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0) {
+_gostring_ _wrap_dlock_owner_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -906,12 +906,15 @@ _gostring_ _wrap_dlock_owner_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go
   arg1 = *(dlock_lock **)&_swig_go_0; 
   
   result = (char *)dlock_owner((struct dlock_lock const *)arg1);
-  _swig_go_result = Swig_AllocateString((char*)result, result ? strlen((char*)result) : 0); 
+  
+  _swig_go_result.p = (char *)result;
+  _swig_go_result.n = result ? (intgo)strlen((const char *)result) : 0;
+  
   return _swig_go_result;
 }
 
 
-long long _wrap_dlock_token_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0) {
+long long _wrap_dlock_token_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -924,7 +927,7 @@ long long _wrap_dlock_token_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_
 }
 
 
-long long _wrap_dlock_remaining_ms_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0) {
+long long _wrap_dlock_remaining_ms_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int64_t result;
   long long _swig_go_result;
@@ -937,7 +940,7 @@ long long _wrap_dlock_remaining_ms_dlockc_68e446158a2929dd(struct dlock_lock *_s
 }
 
 
-intgo _wrap_dlock_hold_count_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go_0) {
+intgo _wrap_dlock_hold_count_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -950,7 +953,7 @@ intgo _wrap_dlock_hold_count_dlockc_68e446158a2929dd(struct dlock_lock *_swig_go
 }
 
 
-intgo _wrap_DLOCK_EVENT_LOST_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_EVENT_LOST_dlockc_5940d645706ccb02() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -962,7 +965,7 @@ intgo _wrap_DLOCK_EVENT_LOST_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_EVENT_MAX_HOLD_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_EVENT_MAX_HOLD_dlockc_5940d645706ccb02() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -974,7 +977,7 @@ intgo _wrap_DLOCK_EVENT_MAX_HOLD_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_5940d645706ccb02() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -986,7 +989,7 @@ intgo _wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_5940d645706ccb02() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -998,7 +1001,7 @@ intgo _wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_EVENT_CLEANUP_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_EVENT_CLEANUP_dlockc_5940d645706ccb02() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -1010,7 +1013,7 @@ intgo _wrap_DLOCK_EVENT_CLEANUP_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_SEVERITY_INFO_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_SEVERITY_INFO_dlockc_5940d645706ccb02() {
   enum dlock_severity result;
   intgo _swig_go_result;
   
@@ -1022,7 +1025,7 @@ intgo _wrap_DLOCK_SEVERITY_INFO_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_SEVERITY_WARNING_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_SEVERITY_WARNING_dlockc_5940d645706ccb02() {
   enum dlock_severity result;
   intgo _swig_go_result;
   
@@ -1034,7 +1037,7 @@ intgo _wrap_DLOCK_SEVERITY_WARNING_dlockc_68e446158a2929dd() {
 }
 
 
-intgo _wrap_DLOCK_SEVERITY_CRITICAL_dlockc_68e446158a2929dd() {
+intgo _wrap_DLOCK_SEVERITY_CRITICAL_dlockc_5940d645706ccb02() {
   enum dlock_severity result;
   intgo _swig_go_result;
   
@@ -1046,7 +1049,7 @@ intgo _wrap_DLOCK_SEVERITY_CRITICAL_dlockc_68e446158a2929dd() {
 }
 
 
-void _wrap_dlock_event_kind_set_dlockc_68e446158a2929dd(struct dlock_event *_swig_go_0, intgo _swig_go_1) {
+void _wrap_dlock_event_kind_set_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0, intgo _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int arg2 ;
   
@@ -1058,7 +1061,7 @@ void _wrap_dlock_event_kind_set_dlockc_68e446158a2929dd(struct dlock_event *_swi
 }
 
 
-intgo _wrap_dlock_event_kind_get_dlockc_68e446158a2929dd(struct dlock_event *_swig_go_0) {
+intgo _wrap_dlock_event_kind_get_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -1071,7 +1074,7 @@ intgo _wrap_dlock_event_kind_get_dlockc_68e446158a2929dd(struct dlock_event *_sw
 }
 
 
-void _wrap_dlock_event_severity_set_dlockc_68e446158a2929dd(struct dlock_event *_swig_go_0, intgo _swig_go_1) {
+void _wrap_dlock_event_severity_set_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0, intgo _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int arg2 ;
   
@@ -1083,7 +1086,7 @@ void _wrap_dlock_event_severity_set_dlockc_68e446158a2929dd(struct dlock_event *
 }
 
 
-intgo _wrap_dlock_event_severity_get_dlockc_68e446158a2929dd(struct dlock_event *_swig_go_0) {
+intgo _wrap_dlock_event_severity_get_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -1096,7 +1099,7 @@ intgo _wrap_dlock_event_severity_get_dlockc_68e446158a2929dd(struct dlock_event 
 }
 
 
-void _wrap_dlock_event_unix_ms_set_dlockc_68e446158a2929dd(struct dlock_event *_swig_go_0, long long _swig_go_1) {
+void _wrap_dlock_event_unix_ms_set_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0, long long _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int64_t arg2 ;
   
@@ -1108,7 +1111,7 @@ void _wrap_dlock_event_unix_ms_set_dlockc_68e446158a2929dd(struct dlock_event *_
 }
 
 
-long long _wrap_dlock_event_unix_ms_get_dlockc_68e446158a2929dd(struct dlock_event *_swig_go_0) {
+long long _wrap_dlock_event_unix_ms_get_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int64_t result;
   long long _swig_go_result;
@@ -1121,7 +1124,7 @@ long long _wrap_dlock_event_unix_ms_get_dlockc_68e446158a2929dd(struct dlock_eve
 }
 
 
-void _wrap_dlock_event_token_set_dlockc_68e446158a2929dd(struct dlock_event *_swig_go_0, long long _swig_go_1) {
+void _wrap_dlock_event_token_set_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0, long long _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   uint64_t arg2 ;
   
@@ -1133,7 +1136,7 @@ void _wrap_dlock_event_token_set_dlockc_68e446158a2929dd(struct dlock_event *_sw
 }
 
 
-long long _wrap_dlock_event_token_get_dlockc_68e446158a2929dd(struct dlock_event *_swig_go_0) {
+long long _wrap_dlock_event_token_get_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1146,7 +1149,7 @@ long long _wrap_dlock_event_token_get_dlockc_68e446158a2929dd(struct dlock_event
 }
 
 
-void _wrap_dlock_event_key_len_set_dlockc_68e446158a2929dd(struct dlock_event *_swig_go_0, long long _swig_go_1) {
+void _wrap_dlock_event_key_len_set_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0, long long _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   size_t arg2 ;
   
@@ -1158,7 +1161,7 @@ void _wrap_dlock_event_key_len_set_dlockc_68e446158a2929dd(struct dlock_event *_
 }
 
 
-long long _wrap_dlock_event_key_len_get_dlockc_68e446158a2929dd(struct dlock_event *_swig_go_0) {
+long long _wrap_dlock_event_key_len_get_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -1171,7 +1174,7 @@ long long _wrap_dlock_event_key_len_get_dlockc_68e446158a2929dd(struct dlock_eve
 }
 
 
-void _wrap_dlock_event_key_set_dlockc_68e446158a2929dd(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_dlock_event_key_set_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *arg2 ;
   
@@ -1195,7 +1198,7 @@ void _wrap_dlock_event_key_set_dlockc_68e446158a2929dd(struct dlock_event *_swig
 }
 
 
-_gostring_ _wrap_dlock_event_key_get_dlockc_68e446158a2929dd(struct dlock_event *_swig_go_0) {
+_gostring_ _wrap_dlock_event_key_get_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1203,12 +1206,15 @@ _gostring_ _wrap_dlock_event_key_get_dlockc_68e446158a2929dd(struct dlock_event 
   arg1 = *(struct dlock_event **)&_swig_go_0; 
   
   result = (char *)(char *) ((arg1)->key);
-  _swig_go_result = Swig_AllocateString((char*)result, result ? strlen((char*)result) : 0); 
+  
+  _swig_go_result.p = (char *)result;
+  _swig_go_result.n = result ? (intgo)strlen((const char *)result) : 0;
+  
   return _swig_go_result;
 }
 
 
-void _wrap_dlock_event_owner_set_dlockc_68e446158a2929dd(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_dlock_event_owner_set_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *arg2 ;
   
@@ -1232,7 +1238,7 @@ void _wrap_dlock_event_owner_set_dlockc_68e446158a2929dd(struct dlock_event *_sw
 }
 
 
-_gostring_ _wrap_dlock_event_owner_get_dlockc_68e446158a2929dd(struct dlock_event *_swig_go_0) {
+_gostring_ _wrap_dlock_event_owner_get_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1240,12 +1246,15 @@ _gostring_ _wrap_dlock_event_owner_get_dlockc_68e446158a2929dd(struct dlock_even
   arg1 = *(struct dlock_event **)&_swig_go_0; 
   
   result = (char *)(char *) ((arg1)->owner);
-  _swig_go_result = Swig_AllocateString((char*)result, result ? strlen((char*)result) : 0); 
+  
+  _swig_go_result.p = (char *)result;
+  _swig_go_result.n = result ? (intgo)strlen((const char *)result) : 0;
+  
   return _swig_go_result;
 }
 
 
-void _wrap_dlock_event_message_set_dlockc_68e446158a2929dd(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_dlock_event_message_set_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *arg2 ;
   
@@ -1269,7 +1278,7 @@ void _wrap_dlock_event_message_set_dlockc_68e446158a2929dd(struct dlock_event *_
 }
 
 
-_gostring_ _wrap_dlock_event_message_get_dlockc_68e446158a2929dd(struct dlock_event *_swig_go_0) {
+_gostring_ _wrap_dlock_event_message_get_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1277,12 +1286,15 @@ _gostring_ _wrap_dlock_event_message_get_dlockc_68e446158a2929dd(struct dlock_ev
   arg1 = *(struct dlock_event **)&_swig_go_0; 
   
   result = (char *)(char *) ((arg1)->message);
-  _swig_go_result = Swig_AllocateString((char*)result, result ? strlen((char*)result) : 0); 
+  
+  _swig_go_result.p = (char *)result;
+  _swig_go_result.n = result ? (intgo)strlen((const char *)result) : 0;
+  
   return _swig_go_result;
 }
 
 
-struct dlock_event *_wrap_new_dlock_event_dlockc_68e446158a2929dd() {
+struct dlock_event *_wrap_new_dlock_event_dlockc_5940d645706ccb02() {
   struct dlock_event *result = 0 ;
   struct dlock_event *_swig_go_result;
   
@@ -1293,7 +1305,7 @@ struct dlock_event *_wrap_new_dlock_event_dlockc_68e446158a2929dd() {
 }
 
 
-void _wrap_delete_dlock_event_dlockc_68e446158a2929dd(struct dlock_event *_swig_go_0) {
+void _wrap_delete_dlock_event_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   
   arg1 = *(struct dlock_event **)&_swig_go_0; 
@@ -1303,7 +1315,7 @@ void _wrap_delete_dlock_event_dlockc_68e446158a2929dd(struct dlock_event *_swig_
 }
 
 
-intgo _wrap_dlock_client_next_event_dlockc_68e446158a2929dd(struct dlock_client *_swig_go_0, struct dlock_event *_swig_go_1, long long _swig_go_2, struct dlock_error *_swig_go_3) {
+intgo _wrap_dlock_client_next_event_dlockc_5940d645706ccb02(struct dlock_client *_swig_go_0, struct dlock_event *_swig_go_1, long long _swig_go_2, struct dlock_error *_swig_go_3) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   dlock_event *arg2 = (dlock_event *) 0 ;
   int64_t arg3 ;
