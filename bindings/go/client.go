@@ -101,5 +101,5 @@ func (c *Client) NewLock(key string, opts ...Option) (*Lock, error) {
 	if h.Swigcptr() == 0 {
 		return nil, e.err(e.p.GetCode())
 	}
-	return &Lock{h: h, key: key, lost: make(chan struct{})}, nil
+	return &Lock{h: h, key: key}, nil
 }

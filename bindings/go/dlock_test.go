@@ -187,7 +187,7 @@ func TestTryLockDeadline(t *testing.T) {
 	if !errors.As(err, &de) || de.Code.String() != "DLOCK_BUSY" {
 		t.Fatalf("errors.As: %#v", de)
 	}
-	if el < 250*time.Millisecond || el > 5*time.Second {
+	if el < 200*time.Millisecond || el > 5*time.Second {
 		t.Fatalf("waited %v for a 300ms deadline", el)
 	}
 	// A context already done makes no attempt.

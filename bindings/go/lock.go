@@ -27,9 +27,10 @@ type Lock struct {
 	key     string
 	closing atomic.Bool
 
-	lostMu  sync.Mutex
-	lost    chan struct{} // of the current acquisition; closed when it is lost
-	lostErr error
+	lostMu   sync.Mutex
+	lost     chan struct{} // of the current acquisition (nil: not made yet); closed when it is lost
+	lostErr  error
+	acquired bool // acquired at least once
 }
 
 // Key returns the lock's key.
@@ -82,18 +83,20 @@ func (l *Lock) TryLock(ctx context.Context) error {
 	switch Code(rc) {
 	case codeOK:
 		if dlockc.Dlock_hold_count(l.h) == 1 { // a new acquisition, not a reentry
-			l.watch()
+			l.newAcquisition()
 		}
 		return nil
 	case codeBusy, codeCancelled:
 		err := e.err(rc).(*Error)
-		if cerr := ctx.Err(); cerr != nil {
-			err.ctxErr = cerr
-			if cerr == context.DeadlineExceeded {
-				err.Code = codeBusy // not free before the deadline, whoever noticed first
-			} else {
-				err.Code = codeCancelled
-			}
+		_, hasDeadline := ctx.Deadline()
+		switch cerr := ctx.Err(); {
+		case cerr == context.Canceled:
+			err.Code, err.ctxErr = codeCancelled, cerr
+		case cerr == context.DeadlineExceeded || (hasDeadline && err.Code == codeBusy):
+			// Not free before the deadline, whoever noticed first: the wait
+			// was the deadline's, and C's clock may run out a hair before
+			// the context's timer fires.
+			err.Code, err.ctxErr = codeBusy, context.DeadlineExceeded
 		}
 		return err
 	default:
@@ -116,55 +119,64 @@ func (l *Lock) interrupt(stop <-chan struct{}) {
 	}
 }
 
-// watch starts the goroutine that blocks in dlock_wait_lost for the
-// acquisition just made, and closes its Lost channel if it is lost.
-// Called with l.mu read-locked.
-func (l *Lock) watch() {
-	ch := make(chan struct{})
+// newAcquisition forgets the previous acquisition's Lost channel; the next
+// Lost call makes a new one and starts its watcher.
+func (l *Lock) newAcquisition() {
 	l.lostMu.Lock()
-	l.lost, l.lostErr = ch, nil
+	l.lost, l.lostErr, l.acquired = nil, nil, true
 	l.lostMu.Unlock()
-	go func() {
-		l.mu.RLock()
-		defer l.mu.RUnlock()
-		if l.h == nil {
-			return
-		}
-		e := newCerr()
-		defer e.free()
-		for {
-			rc := dlockc.Dlock_wait_lost(l.h, maxWaitMs, e.p)
-			switch Code(rc) {
-			case codeTimeout:
-				continue // still held after 24 h: keep watching
-			case codeCancelled:
-				if l.closing.Load() {
-					return
-				}
-				continue // a cancellation meant for a TryLock on this object
-			case codeLost:
-				err := e.err(rc)
-				l.lostMu.Lock()
-				if l.lost == ch {
-					l.lostErr = err
-				}
-				l.lostMu.Unlock()
-				close(ch)
+}
+
+// watch blocks in dlock_wait_lost for the current acquisition on a goroutine
+// of its own, and closes ch if it is lost.
+func (l *Lock) watch(ch chan struct{}) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.h == nil {
+		return
+	}
+	e := newCerr()
+	defer e.free()
+	for {
+		rc := dlockc.Dlock_wait_lost(l.h, maxWaitMs, e.p)
+		switch Code(rc) {
+		case codeTimeout:
+			continue // still held after 24 h: keep watching
+		case codeCancelled:
+			if l.closing.Load() {
 				return
-			default:
-				return // released (DLOCK_OK), or the handle cannot wait (forked)
 			}
+			continue // a cancellation meant for a TryLock on this object
+		case codeLost:
+			err := e.err(rc)
+			l.lostMu.Lock()
+			if l.lost == ch {
+				l.lostErr = err
+			}
+			l.lostMu.Unlock()
+			close(ch)
+			return
+		default:
+			return // released (DLOCK_OK), or the handle cannot wait (forked)
 		}
-	}()
+	}
 }
 
 // Lost returns a channel that is closed when the current (or, if none, the
 // last) acquisition is lost: the lease expired or was taken, its connection
 // died, or the lease ran out after max hold stopped its renewal. Unlock and
-// Close do not close it. Before the first acquisition it is never closed.
+// Close do not close it; before the first acquisition it is never closed.
+// The first call for an acquisition starts a goroutine blocked in
+// dlock_wait_lost until the acquisition ends.
 func (l *Lock) Lost() <-chan struct{} {
 	l.lostMu.Lock()
 	defer l.lostMu.Unlock()
+	if l.lost == nil {
+		l.lost = make(chan struct{})
+		if l.acquired {
+			go l.watch(l.lost)
+		}
+	}
 	return l.lost
 }
 

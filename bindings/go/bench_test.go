@@ -1,0 +1,78 @@
+package dlock
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/dlock/dlock-go/internal/cbench"
+)
+
+// Uncontended acquire + release (one attempt, lease lock, holder=lock): the
+// Go binding against the same loop written in C in the same run. The
+// benchmark's own lines give both; TestBenchRatio (DLOCK_GO_BENCH=1) prints
+// the ratio, whose goal is <= 1.2.
+
+func benchURL(b testing.TB) string {
+	u := os.Getenv("DLOCK_URL")
+	if u == "" {
+		b.Skip("DLOCK_URL is not set")
+	}
+	return u
+}
+
+func benchKey(kind string) string {
+	return fmt.Sprintf("go-bench:%s:%d:%d", kind, os.Getpid(), time.Now().UnixNano())
+}
+
+func BenchmarkAcquireReleaseGo(b *testing.B) {
+	c, err := Open(benchURL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.NewLock(benchKey("go"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := l.TryLock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Unlock(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAcquireReleaseC(b *testing.B) {
+	cb, err := cbench.Open(benchURL(b), benchKey("c"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cb.Close()
+	b.ResetTimer()
+	if err := cb.Loop(b.N); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func TestBenchRatio(t *testing.T) {
+	if os.Getenv("DLOCK_GO_BENCH") == "" {
+		t.Skip("DLOCK_GO_BENCH is not set")
+	}
+	benchURL(t)
+	// Interleave the two so that a noisy neighbour hurts both alike.
+	var goNs, cNs int64
+	for round := 0; round < 3; round++ {
+		goNs += testing.Benchmark(BenchmarkAcquireReleaseGo).NsPerOp()
+		cNs += testing.Benchmark(BenchmarkAcquireReleaseC).NsPerOp()
+	}
+	fmt.Printf("bench: uncontended acquire+release: Go %.1f us, C %.1f us, Go/C %.2f\n",
+		float64(goNs)/3000, float64(cNs)/3000, float64(goNs)/float64(cNs))
+}
