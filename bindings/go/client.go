@@ -12,6 +12,7 @@ package dlock
 
 import (
 	"sync"
+	"time"
 
 	"github.com/dlock/dlock-go/internal/dlockc"
 )
@@ -23,8 +24,9 @@ func Version() string { return dlockc.Dlock_version() }
 // use by many goroutines. Close it when done; locks opened on it stay usable
 // until they are closed themselves.
 type Client struct {
-	mu sync.RWMutex // read: a call on h; write: Close
-	h  dlockc.Struct_SS_dlock_client
+	mu   sync.RWMutex // read: a call on h; write: Close
+	h    dlockc.Struct_SS_dlock_client
+	wait *time.Duration // WithWait given to Open
 }
 
 // Open connects to
@@ -36,8 +38,9 @@ type Client struct {
 // tables if missing. Options set client keys and lock defaults.
 func Open(url string, opts ...Option) (*Client, error) {
 	var cfg dlockc.Struct_SS_dlock_config
+	o := collect(opts)
 	if len(opts) > 0 {
-		c, err := newConfig(opts)
+		c, err := newConfig(o)
 		if err != nil {
 			return nil, err
 		}
@@ -50,7 +53,7 @@ func Open(url string, opts ...Option) (*Client, error) {
 	if h.Swigcptr() == 0 {
 		return nil, e.err(e.p.GetCode())
 	}
-	return &Client{h: h}, nil
+	return &Client{h: h, wait: o.wait}, nil
 }
 
 // Close closes the client. Locks still open keep it alive until they are
@@ -85,7 +88,8 @@ func (c *Client) Counter(name string) (uint64, error) {
 // the same object while held counts up (reentrancy). For exclusion between
 // goroutines, give each goroutine its own Lock, as for processes.
 func (c *Client) NewLock(key string, opts ...Option) (*Lock, error) {
-	cfg, err := newConfig(opts, [2]string{"holder", "lock"})
+	o := collect(opts)
+	cfg, err := newConfig(o, [2]string{"holder", "lock"})
 	if err != nil {
 		return nil, err
 	}
@@ -101,5 +105,9 @@ func (c *Client) NewLock(key string, opts ...Option) (*Lock, error) {
 	if h.Swigcptr() == 0 {
 		return nil, e.err(e.p.GetCode())
 	}
-	return &Lock{h: h, key: key}, nil
+	wait := c.wait
+	if o.wait != nil {
+		wait = o.wait
+	}
+	return &Lock{h: h, key: key, wait: wait}, nil
 }

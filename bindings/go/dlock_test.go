@@ -190,6 +190,23 @@ func TestTryLockDeadline(t *testing.T) {
 	if el < 200*time.Millisecond || el > 5*time.Second {
 		t.Fatalf("waited %v for a 300ms deadline", el)
 	}
+	// WithWait(0): one attempt, whatever the context allows.
+	once := newLock(t, c, k, dlock.WithWait(0))
+	start = time.Now()
+	err = once.TryLock(within(time.Minute))
+	if !errors.Is(err, dlock.ErrBusy) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("one attempt on a held key = %v, want ErrBusy only", err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Fatalf("one attempt took %v", el)
+	}
+	err = c.Do(context.Background(), k, func(context.Context) error {
+		t.Error("Do ran fn on a held key")
+		return nil
+	}, dlock.WithWait(0))
+	if !errors.Is(err, dlock.ErrBusy) {
+		t.Fatalf("Do(WithWait(0)) on a held key = %v", err)
+	}
 	// A context already done makes no attempt.
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -352,6 +369,8 @@ func TestBadInput(t *testing.T) {
 		dlock.WithTTL(-time.Second),
 		dlock.WithMode("gap"),
 		dlock.WithOption("holder", "thread"),
+		dlock.WithWait(-time.Second),
+		dlock.WithWait(25 * time.Hour),
 	} {
 		if _, err := dlock.Open(url, o); !errors.Is(err, dlock.ErrInvalid) {
 			t.Errorf("Open with a bad option = %v, want ErrInvalid", err)

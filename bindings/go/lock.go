@@ -25,6 +25,7 @@ type Lock struct {
 	mu      sync.RWMutex // read: a call on h; write: Close
 	h       dlockc.Struct_SS_dlock_lock
 	key     string
+	wait    *time.Duration // WithWait, nil: the ctx's
 	closing atomic.Bool
 
 	lostMu   sync.Mutex
@@ -37,11 +38,12 @@ type Lock struct {
 func (l *Lock) Key() string { return l.key }
 
 // TryLock takes the lock, waiting while someone else holds it until ctx's
-// deadline (no deadline: until ctx is cancelled, at most 24 h). On a ctx
-// whose deadline is already near it makes one attempt.
+// deadline (no deadline: until ctx is cancelled, at most 24 h), or for the
+// lock's WithWait if that is shorter; WithWait(0) makes one attempt.
 //
 // It returns nil when the lock is now held, or an *Error:
 //   - not free before ctx's deadline: matches ErrBusy and context.DeadlineExceeded;
+//   - not free within WithWait: ErrBusy;
 //   - ctx cancelled while waiting (or done before the call): matches
 //     ErrCancelled and ctx.Err();
 //   - without a deadline, still busy after 24 h: ErrBusy;
@@ -55,10 +57,15 @@ func (l *Lock) TryLock(ctx context.Context) error {
 		return &Error{Code: codeCancelled, Message: "the context was done before the attempt", ctxErr: err}
 	}
 	waitMs := int64(maxWaitMs)
+	if l.wait != nil {
+		waitMs = int64((*l.wait + time.Millisecond - 1) / time.Millisecond)
+	}
+	byDeadline := false // the ctx's deadline, not WithWait, bounds the wait
 	if dl, ok := ctx.Deadline(); ok {
-		left := time.Until(dl)
-		waitMs = int64((left + time.Millisecond - 1) / time.Millisecond)
-		waitMs = max(0, min(waitMs, maxWaitMs))
+		left := int64((time.Until(dl) + time.Millisecond - 1) / time.Millisecond)
+		if left <= waitMs {
+			waitMs, byDeadline = max(0, left), true
+		}
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -88,11 +95,10 @@ func (l *Lock) TryLock(ctx context.Context) error {
 		return nil
 	case codeBusy, codeCancelled:
 		err := e.err(rc).(*Error)
-		_, hasDeadline := ctx.Deadline()
 		switch cerr := ctx.Err(); {
 		case cerr == context.Canceled:
 			err.Code, err.ctxErr = codeCancelled, cerr
-		case cerr == context.DeadlineExceeded || (hasDeadline && err.Code == codeBusy):
+		case cerr == context.DeadlineExceeded || (byDeadline && err.Code == codeBusy):
 			// Not free before the deadline, whoever noticed first: the wait
 			// was the deadline's, and C's clock may run out a hair before
 			// the context's timer fires.

@@ -13,7 +13,29 @@ import (
 // Unknown keys and values that do not parse fail Open/NewLock with ErrInvalid.
 type Option func(*options)
 
-type options struct{ kv [][2]string }
+type options struct {
+	kv   [][2]string    // dlock_config keys, in order
+	wait *time.Duration // WithWait, the binding's own option
+}
+
+func collect(opts []Option) options {
+	var o options
+	for _, f := range opts {
+		if f != nil {
+			f(&o)
+		}
+	}
+	return o
+}
+
+// WithWait bounds how long TryLock (and Do) wait for the lock, whatever the
+// context allows: WithWait(0) makes exactly one attempt, which is the cron
+// pattern (whoever gets it runs the job, the others skip this round) while
+// Do's function still runs under the caller's ctx. Given to Open, it is the
+// default of the client's locks. Without it the wait is the ctx's.
+func WithWait(d time.Duration) Option {
+	return func(o *options) { o.wait = &d }
+}
 
 // WithOption sets any dlock_config key, e.g. WithOption("pool", "16").
 func WithOption(key, value string) Option {
@@ -60,12 +82,9 @@ func millis(d time.Duration) string {
 
 // newConfig builds a C dlock_config from opts plus the binding's own settings
 // (applied last). The caller frees it with dlockc.Dlock_config_free.
-func newConfig(opts []Option, forced ...[2]string) (dlockc.Struct_SS_dlock_config, error) {
-	var o options
-	for _, f := range opts {
-		if f != nil {
-			f(&o)
-		}
+func newConfig(o options, forced ...[2]string) (dlockc.Struct_SS_dlock_config, error) {
+	if o.wait != nil && (*o.wait < 0 || *o.wait > maxWaitMs*time.Millisecond) {
+		return nil, errorf(codeInvalid, "WithWait(%v): must be 0..24h", *o.wait)
 	}
 	e := newCerr()
 	defer e.free()
