@@ -290,6 +290,9 @@ func TestDoRunsAndReleases(t *testing.T) {
 	ran := false
 	err := c.Do(within(10*time.Second), k, func(ctx context.Context) error {
 		ran = true
+		if tok, ok := dlock.TokenFrom(ctx); !ok || tok == 0 {
+			return fmt.Errorf("TokenFrom = %d, %v", tok, ok)
+		}
 		// While fn runs, nobody else gets it.
 		other := newLock(t, c, k)
 		if err := other.TryLock(within(100 * time.Millisecond)); !errors.Is(err, dlock.ErrBusy) {

@@ -14,6 +14,9 @@ import (
 // renewal); context.Cause(ctx) is then an *Error matching ErrLost. fn should
 // return promptly when its context is done: its work is no longer protected.
 //
+// TokenFrom(ctx) gives fn the fencing token of its lease, to pass along with
+// the writes it protects.
+//
 // Do returns the error of TryLock if the lock was not taken (ErrBusy, ...);
 // else fn's error joined with a failed release (ErrLost if the lease was lost
 // while fn ran, even if fn returned nil).
@@ -27,7 +30,7 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 	if err := l.TryLock(ctx); err != nil {
 		return err
 	}
-	fctx, cancel := context.WithCancelCause(ctx)
+	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, tokenKey{}, l.Token()))
 	defer cancel(nil)
 	lost := l.Lost()
 	go func() {
@@ -39,4 +42,14 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 	}()
 	ferr := fn(fctx)
 	return errors.Join(ferr, l.Unlock())
+}
+
+type tokenKey struct{}
+
+// TokenFrom returns the fencing token of the lease Do holds while it runs the
+// function ctx was given to (strictly increasing per key; 0 for row locks),
+// and whether ctx came from Do.
+func TokenFrom(ctx context.Context) (uint64, bool) {
+	t, ok := ctx.Value(tokenKey{}).(uint64)
+	return t, ok
 }
