@@ -11,6 +11,7 @@
 package dlock
 
 import (
+	"runtime"
 	"sync"
 	"time"
 
@@ -27,6 +28,7 @@ type Client struct {
 	mu   sync.RWMutex // read: a call on h; write: Close
 	h    dlockc.Struct_SS_dlock_client
 	wait *time.Duration // WithWait given to Open
+	mode string         // WithMode given to Open, if any
 }
 
 // Open connects to
@@ -53,7 +55,9 @@ func Open(url string, opts ...Option) (*Client, error) {
 	if h.Swigcptr() == 0 {
 		return nil, e.err(e.p.GetCode())
 	}
-	return &Client{h: h, wait: o.wait}, nil
+	c := &Client{h: h, wait: o.wait, mode: o.mode()}
+	runtime.SetFinalizer(c, (*Client).Close) // a safety net only: Close it
+	return c, nil
 }
 
 // Close closes the client. Locks still open keep it alive until they are
@@ -109,5 +113,9 @@ func (c *Client) NewLock(key string, opts ...Option) (*Lock, error) {
 	if o.wait != nil {
 		wait = o.wait
 	}
-	return &Lock{h: h, key: key, wait: wait}, nil
+	l := &Lock{h: h, key: key, wait: wait}
+	// A safety net only: a Lock dropped without Close is released and freed
+	// when collected. Close it (defer l.Close()).
+	runtime.SetFinalizer(l, (*Lock).Close)
+	return l, nil
 }

@@ -356,6 +356,34 @@ func TestDoCancelsOnLostLease(t *testing.T) {
 	}
 }
 
+func TestRowLock(t *testing.T) {
+	c := open(t)
+	k := key(t)
+	err := c.Do(within(10*time.Second), k, func(ctx context.Context) error {
+		if tok, _ := dlock.TokenFrom(ctx); tok != 0 {
+			return fmt.Errorf("row lock token %d", tok)
+		}
+		other := newLock(t, c, k, dlock.WithMode(dlock.Row))
+		if err := other.TryLock(within(200 * time.Millisecond)); !errors.Is(err, dlock.ErrBusy) {
+			return fmt.Errorf("other row TryLock = %v", err)
+		}
+		return nil
+	}, dlock.WithMode(dlock.Row))
+	if err != nil {
+		t.Fatalf("Do(row) = %v", err)
+	}
+	l := newLock(t, c, k, dlock.WithMode(dlock.Row))
+	if err := l.TryLock(within(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if l.Remaining() != -time.Millisecond {
+		t.Fatalf("row lock Remaining = %v", l.Remaining())
+	}
+	if err := l.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	url := dbURL(t)
 	for _, u := range []string{"", "http://x/y", "mysql://root@127.0.0.1:notaport/test"} {

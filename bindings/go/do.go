@@ -7,7 +7,9 @@ import (
 
 // Do runs fn while holding key: it takes the lock as TryLock(ctx) does, with
 // the lease renewed by the client's watchdog (auto_renew=1, whatever opts
-// say), runs fn, and releases the lock.
+// say), runs fn, and releases the lock. With WithMode(Row) (given here or to
+// Open) the lock is a transaction of its own: nothing to renew, and Do's
+// release commits it.
 //
 // fn's context is cancelled the moment the lease is lost (it expired or was
 // taken, its connection died, or it ran out after max hold stopped its
@@ -21,7 +23,13 @@ import (
 // else fn's error joined with a failed release (ErrLost if the lease was lost
 // while fn ran, even if fn returned nil).
 func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
-	opts = append(opts[:len(opts):len(opts)], WithAutoRenew(true))
+	mode := collect(opts).mode()
+	if mode == "" {
+		mode = c.mode
+	}
+	if mode != string(Row) { // a row lock lasts as long as its transaction: nothing to renew
+		opts = append(opts[:len(opts):len(opts)], WithAutoRenew(true))
+	}
 	l, err := c.NewLock(key, opts...)
 	if err != nil {
 		return err

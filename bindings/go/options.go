@@ -105,3 +105,14 @@ func newConfig(o options, forced ...[2]string) (dlockc.Struct_SS_dlock_config, e
 	}
 	return cfg, nil
 }
+
+// mode is the last "mode" these options set, or "".
+func (o options) mode() string {
+	m := ""
+	for _, kv := range o.kv {
+		if kv[0] == "mode" {
+			m = kv[1]
+		}
+	}
+	return m
+}
