@@ -56,6 +56,12 @@
 %pragma(java) moduleclassmodifiers = "public final class"
 %pragma(java) jniclassclassmodifiers = "public final class"
 
+/* ---- no finalize() ------------------------------------------------------------
+ * SWIG gives struct proxies (dlock_error, dlock_event) a finalizer that frees
+ * the C struct. The facade never lets one own memory past a call, and
+ * finalize() is deprecated: proxies are freed by delete() only. */
+%typemap(javafinalize) SWIGTYPE ""
+
 /* ---- uint64_t as long ---------------------------------------------------- */
 %apply long long { uint64_t };
 
