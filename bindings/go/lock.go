@@ -2,6 +2,7 @@ package dlock
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,9 +97,9 @@ func (l *Lock) TryLock(ctx context.Context) error {
 	case codeBusy, codeCancelled:
 		err := e.err(rc).(*Error)
 		switch cerr := ctx.Err(); {
-		case cerr == context.Canceled:
+		case errors.Is(cerr, context.Canceled):
 			err.Code, err.ctxErr = codeCancelled, cerr
-		case cerr == context.DeadlineExceeded || (byDeadline && err.Code == codeBusy):
+		case errors.Is(cerr, context.DeadlineExceeded) || (byDeadline && err.Code == codeBusy):
 			// Not free before the deadline, whoever noticed first: the wait
 			// was the deadline's, and C's clock may run out a hair before
 			// the context's timer fires.
