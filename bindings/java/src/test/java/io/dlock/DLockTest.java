@@ -243,6 +243,52 @@ class DLockTest {
     }
   }
 
+  /** dlock_cancel ends every wait on the object: the binding resumes the uninterrupted one. */
+  @Test
+  void interruptingOneWaiterLeavesAnotherWaiting() throws Exception {
+    String key = TestDb.key("interrupt-one");
+    try (DLock a = client.newLock(key);
+        DLock b = other.newLock(key)) {
+      a.lock();
+      AtomicReference<Throwable> first = new AtomicReference<>();
+      AtomicReference<Object> second = new AtomicReference<>();
+      CountDownLatch firstDone = new CountDownLatch(1);
+      long before = other.counter("statements");
+      Thread t1 =
+          new Thread(
+              () -> {
+                try {
+                  b.lockInterruptibly();
+                  first.set(new AssertionError("acquired"));
+                } catch (Throwable e) {
+                  first.set(e);
+                } finally {
+                  firstDone.countDown();
+                }
+              });
+      Thread t2 =
+          new Thread(
+              () -> {
+                try {
+                  second.set(b.tryLock(20, TimeUnit.SECONDS));
+                } catch (Throwable e) {
+                  second.set(e);
+                }
+              });
+      t1.start();
+      t2.start();
+      TestDb.await("the waiters to ask the server", 5000, () -> other.counter("statements") > before);
+      t1.interrupt();
+      assertTrue(firstDone.await(5, TimeUnit.SECONDS));
+      assertInstanceOf(InterruptedException.class, first.get());
+      assertTrue(t2.isAlive(), "the other waiter gave up: " + second.get());
+      a.unlock();
+      t2.join(10_000);
+      assertEquals(Boolean.TRUE, second.get());
+      b.unlock();
+    }
+  }
+
   @Test
   void interruptedBeforeWaitingThrowsAtOnce() {
     try (DLock a = client.newLock(TestDb.key("pre-interrupt"))) {
@@ -289,7 +335,10 @@ class DLockTest {
       assertTrue(b.tryLock(10, TimeUnit.SECONDS));
       LockLostException e = assertThrows(LockLostException.class, a::unlock);
       assertEquals("DLOCK_E_LOST", e.codeName());
-      assertTrue(b.isHeld()); // a's release never touched b's row
+      assertTrue(b.isHeld());
+      try (DLock probe = client.newLock(key)) {
+        assertFalse(probe.tryLock()); // a's release did not free b's row
+      }
       b.unlock();
     }
   }
