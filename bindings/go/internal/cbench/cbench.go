@@ -1,6 +1,7 @@
-// Package cbench is the C baseline of the Go benchmark: the same
-// uncontended acquire + release, looped in C through dlock.h, so that the Go
-// binding's cost is measured as a ratio of the C API's in the same run.
+// Package cbench drives dlock.h directly from C, for the tests: the C
+// baseline of the Go benchmark (the same uncontended acquire + release,
+// looped in C, so that the Go binding's cost is a ratio of the C API's in the
+// same run), and the C side of the Go/C interop test.
 package cbench
 
 /*
@@ -29,6 +30,12 @@ static int cbench_loop(dlock_lock *lock, long n, dlock_error *err) {
     if ((rc = dlock_release(lock, err)) != DLOCK_OK) return rc;
   }
   return DLOCK_OK;
+}
+
+static int cbench_try_once(dlock_lock *lock, uint64_t *token, dlock_error *err) {
+  int rc = dlock_try(lock, 0, err);
+  *token = dlock_token(lock);
+  return rc;
 }
 */
 import "C"
@@ -66,6 +73,27 @@ func Open(url, key string) (*Bench, error) {
 func (b *Bench) Loop(n int) error {
 	var err C.dlock_error
 	if rc := C.cbench_loop(b.lock, C.long(n), &err); rc != C.DLOCK_OK {
+		return failure(rc, &err)
+	}
+	return nil
+}
+
+// TryOnce makes one attempt through the C API: DLOCK_OK (0) or DLOCK_BUSY
+// (1) and the lock's fencing token, or an error.
+func (b *Bench) TryOnce() (int, uint64, error) {
+	var err C.dlock_error
+	var token C.uint64_t
+	rc := C.cbench_try_once(b.lock, &token, &err)
+	if rc < 0 {
+		return int(rc), 0, failure(rc, &err)
+	}
+	return int(rc), uint64(token), nil
+}
+
+// Release releases the lock through the C API.
+func (b *Bench) Release() error {
+	var err C.dlock_error
+	if rc := C.dlock_release(b.lock, &err); rc != C.DLOCK_OK {
 		return failure(rc, &err)
 	}
 	return nil

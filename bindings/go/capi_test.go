@@ -1,7 +1,11 @@
 package dlock
 
+// Tests against the C API driven directly (internal/cbench): the benchmark
+// baseline and the Go/C interop.
+
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -86,4 +90,51 @@ func TestBenchRatio(t *testing.T) {
 	}
 	fmt.Printf("bench: uncontended acquire+release: Go %.1f us, C %.1f us, Go/C %.2f\n",
 		float64(goNs)/3000, float64(cNs)/3000, float64(goNs)/float64(cNs))
+}
+
+// A lock held through the Go binding is refused to the C API on the same
+// table and the other way round; fencing tokens keep growing across both.
+func TestInteropC(t *testing.T) {
+	c, err := Open(benchURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	k := benchKey("interop")
+	g, err := c.NewLock(k, WithWait(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	cl, err := cbench.Open(benchURL(t), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+
+	if err := g.TryLock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rc, _, err := cl.TryOnce(); rc != 1 || err != nil {
+		t.Fatalf("C try while Go holds: rc %d, %v; want DLOCK_BUSY", rc, err)
+	}
+	goTok := g.Token()
+	if err := g.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	rc, cTok, err := cl.TryOnce()
+	if rc != 0 || err != nil || cTok <= goTok {
+		t.Fatalf("C try after Go released: rc %d, %v, token %d after Go's %d", rc, err, cTok, goTok)
+	}
+	if err := g.TryLock(ctx); !errors.Is(err, ErrBusy) {
+		t.Fatalf("Go TryLock while C holds = %v", err)
+	}
+	if err := cl.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.TryLock(ctx); err != nil || g.Token() <= cTok {
+		t.Fatalf("Go after C released: %v, token %d after C's %d", err, g.Token(), cTok)
+	}
+	g.Unlock()
 }
