@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"testing"
 	"time"
 
@@ -82,14 +83,31 @@ func TestBenchRatio(t *testing.T) {
 		t.Skip("DLOCK_GO_BENCH is not set")
 	}
 	benchURL(t)
-	// Interleave the two so that a noisy neighbour hurts both alike.
-	var goNs, cNs int64
-	for round := 0; round < 3; round++ {
-		goNs += testing.Benchmark(BenchmarkAcquireReleaseGo).NsPerOp()
-		cNs += testing.Benchmark(BenchmarkAcquireReleaseC).NsPerOp()
+	// Short runs, alternating which goes first, so that a noisy neighbour
+	// hurts both alike; the median of the per-round ratios is reported.
+	const rounds, n = 7, 100
+	var goUs, cUs, ratios []float64
+	run := func(f func(*testing.B)) float64 {
+		r := testing.Benchmark(func(b *testing.B) { b.N = n; f(b) })
+		return float64(r.T.Microseconds()) / float64(r.N)
 	}
-	fmt.Printf("bench: uncontended acquire+release: Go %.1f us, C %.1f us, Go/C %.2f\n",
-		float64(goNs)/3000, float64(cNs)/3000, float64(goNs)/float64(cNs))
+	for i := 0; i < rounds; i++ {
+		var g, c float64
+		if i%2 == 0 {
+			g, c = run(BenchmarkAcquireReleaseGo), run(BenchmarkAcquireReleaseC)
+		} else {
+			c, g = run(BenchmarkAcquireReleaseC), run(BenchmarkAcquireReleaseGo)
+		}
+		goUs, cUs, ratios = append(goUs, g), append(cUs, c), append(ratios, g/c)
+	}
+	fmt.Printf("bench: uncontended acquire+release, median of %d rounds of %d: Go %.0f us, C %.0f us, Go/C %.2f\n",
+		rounds, n, median(goUs), median(cUs), median(ratios))
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
 }
 
 // A lock held through the Go binding is refused to the C API on the same
