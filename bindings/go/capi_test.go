@@ -78,6 +78,37 @@ func BenchmarkAcquireReleaseC(b *testing.B) {
 	}
 }
 
+// The binding's own cost per call, without the network: Renew of a lock
+// that is not held fails at once (ErrState) in both.
+func BenchmarkCallOverheadGo(b *testing.B) {
+	c, err := Open(benchURL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.NewLock(benchKey("overhead"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := l.Renew(); !errors.Is(err, ErrState) {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCallOverheadC(b *testing.B) {
+	cb, err := cbench.Open(benchURL(b), benchKey("overhead"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cb.Close()
+	b.ResetTimer()
+	cb.RenewIdle(b.N)
+}
+
 func TestBenchRatio(t *testing.T) {
 	if os.Getenv("DLOCK_GO_BENCH") == "" {
 		t.Skip("DLOCK_GO_BENCH is not set")

@@ -10,7 +10,8 @@
 # BUILD_DIR: an existing CMake build dir of this repo to install from
 # (default: build-go at the repo root, configured and built here).
 # DLOCK_URL: use this server instead of starting a throwaway one.
-# DLOCK_GO_BENCH=1: also run the uncontended acquire+release benchmark (Go vs C).
+# DLOCK_GO_BENCH=1: also run the benchmarks: uncontended acquire+release, Go vs
+# the C API in the same run (median ratio), and the binding's cost per call.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -84,7 +85,8 @@ if [ -x "$root/examples/go/run.sh" ]; then
 fi
 
 if [ -n "${DLOCK_GO_BENCH:-}" ]; then
-  go test -run '^TestBenchRatio$' -count=1 -v . | grep -E '^(bench:|--- |ok|FAIL)' || status=1
+  go test -run '^TestBenchRatio$' -bench 'CallOverhead' -count=1 -v . |
+    grep -E '^(bench:|Benchmark|--- |ok|FAIL)' || status=1
 fi
 
 if [ $status -eq 0 ]; then echo "go-tests: all passed"; else echo "go-tests: FAILED" >&2; fi

@@ -32,6 +32,12 @@ static int cbench_loop(dlock_lock *lock, long n, dlock_error *err) {
   return DLOCK_OK;
 }
 
+// n calls that fail at once without the network (renew of a lock not held).
+static void cbench_renew_idle(dlock_lock *lock, long n) {
+  dlock_error err;
+  for (long i = 0; i < n; i++) (void)dlock_renew(lock, &err);
+}
+
 static int cbench_try_once(dlock_lock *lock, uint64_t *token, dlock_error *err) {
   int rc = dlock_try(lock, 0, err);
   *token = dlock_token(lock);
@@ -89,6 +95,9 @@ func (b *Bench) TryOnce() (int, uint64, error) {
 	}
 	return int(rc), uint64(token), nil
 }
+
+// RenewIdle calls dlock_renew n times on the lock while it is not held.
+func (b *Bench) RenewIdle(n int) { C.cbench_renew_idle(b.lock, C.long(n)) }
 
 // Release releases the lock through the C API.
 func (b *Bench) Release() error {
