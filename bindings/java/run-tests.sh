@@ -13,6 +13,8 @@
 # DLOCK_URL: use this server instead of starting a throwaway one.
 # JDK17_HOME / JDK25_HOME: the JDKs (defaults: the javac on PATH, and
 # /usr/lib/jvm/temurin-25-jdk-amd64).
+# DLOCK_JAVA_BENCH=1: also measure uncontended acquire+release, Java vs C
+# (BenchTest; prints a "bench:" line with the ratio).
 # Maven downloads its plugins and JUnit from Maven Central (~/.m2 may be empty).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
