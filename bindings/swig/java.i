@@ -98,6 +98,27 @@ DLOCK_JAVA_HANDLE(dlock_lock)
   if (bytes$argnum) (*jenv)->ReleaseByteArrayElements(jenv, $input, bytes$argnum, JNI_ABORT);
 %}
 
+/* ---- event strings as bytes ------------------------------------------------
+ * dlock_event's key is any bytes (and its owner and message may quote it):
+ * read them as byte[] (up to the NUL), which the facade decodes as UTF-8,
+ * instead of NewStringUTF, which wants modified UTF-8. Read-only (so is
+ * dlock_error::message, which the same typemaps match). */
+%immutable dlock_event::key;
+%immutable dlock_event::owner;
+%immutable dlock_event::message;
+%immutable dlock_error::message;
+%typemap(jni) char key[ANY], char owner[ANY], char message[ANY] "jbyteArray"
+%typemap(jtype) char key[ANY], char owner[ANY], char message[ANY] "byte[]"
+%typemap(jstype) char key[ANY], char owner[ANY], char message[ANY] "byte[]"
+%typemap(javaout) char key[ANY], char owner[ANY], char message[ANY] { return $jnicall; }
+%typemap(out) char key[ANY], char owner[ANY], char message[ANY] %{
+  {
+    jsize n = (jsize)strnlen($1, $1_dim0);
+    $result = (*jenv)->NewByteArray(jenv, n);
+    if ($result) (*jenv)->SetByteArrayRegion(jenv, $result, 0, n, (const jbyte *)$1);
+  }
+%}
+
 /* ---- errors: dlock_error *err becomes an exception ----------------------- */
 %typemap(in, numinputs = 0) dlock_error *err (dlock_error temp) %{
   memset(&temp, 0, sizeof temp);

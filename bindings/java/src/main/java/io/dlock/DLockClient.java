@@ -1,12 +1,14 @@
 package io.dlock;
 
 import io.dlock.internal.DLockNative;
+import io.dlock.internal.dlock_event;
 import java.lang.ref.Cleaner;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
@@ -46,8 +48,10 @@ public final class DLockClient implements AutoCloseable {
   // Readers: calls that use the handle; writer: close, which frees it.
   private final ReentrantReadWriteLock guard = new ReentrantReadWriteLock();
   private volatile boolean closed;
+  private final String defaultMode; // the lock mode the client's options set, if any
 
-  private DLockClient(long ptr) {
+  private DLockClient(long ptr, String defaultMode) {
+    this.defaultMode = defaultMode;
     handle = new Handle(ptr);
     cleanable = Natives.CLEANER.register(this, handle);
   }
@@ -72,7 +76,8 @@ public final class DLockClient implements AutoCloseable {
     Objects.requireNonNull(url, "url");
     long cfg = Natives.config(options);
     try {
-      return new DLockClient(DLockNative.dlockswig_client_open(url, cfg));
+      return new DLockClient(
+          DLockNative.dlockswig_client_open(url, cfg), options == null ? null : options.get("mode"));
     } finally {
       DLockNative.dlock_config_free(cfg);
     }
@@ -113,8 +118,8 @@ public final class DLockClient implements AutoCloseable {
   }
 
   /**
-   * Runs work while holding key's lock as an auto-renewed lease, waiting for it as long as it
-   * takes (interruptibly), and releases it afterwards.
+   * Runs work while holding key's lock, waiting for it as long as it takes (interruptibly), and
+   * releases it afterwards. A lease is renewed by the library while work runs.
    *
    * @throws LockLostException if the lease was lost while work ran (the work's result is then
    *     discarded: another holder may have run meanwhile)
@@ -122,7 +127,8 @@ public final class DLockClient implements AutoCloseable {
    * @throws Exception whatever work throws
    */
   public <T> T withLock(String key, Callable<T> work) throws Exception {
-    return withLock(key, null, work);
+    Objects.requireNonNull(work, "work");
+    return withLock(key, Map.of(), null, lock -> work.call());
   }
 
   /**
@@ -131,8 +137,27 @@ public final class DLockClient implements AutoCloseable {
    * @throws LockBusyException if another holder kept the lock for the whole wait
    */
   public <T> T withLock(String key, Duration wait, Callable<T> work) throws Exception {
+    Objects.requireNonNull(wait, "wait");
     Objects.requireNonNull(work, "work");
-    try (DLock lock = newLock(key, Map.of("auto_renew", "1"))) {
+    return withLock(key, Map.of(), wait, lock -> work.call());
+  }
+
+  /**
+   * The general form: lock options (as {@link #newLock(String, Map)}), a wait (null = as long as it
+   * takes), and work that is given the held lock, e.g. for its fencing token. Leases get {@code
+   * auto_renew=1} unless the options say otherwise; a row lock (no expiry) needs none.
+   *
+   * @throws LockBusyException if another holder kept the lock for the whole wait
+   * @throws LockLostException if the lock was lost while work ran
+   */
+  public <T> T withLock(String key, Map<String, String> options, Duration wait, LockedWork<T> work)
+      throws Exception {
+    Objects.requireNonNull(options, "options");
+    Objects.requireNonNull(work, "work");
+    Map<String, String> opts = new HashMap<>(options);
+    String mode = opts.getOrDefault("mode", defaultMode);
+    if (!"row".equals(mode)) opts.putIfAbsent("auto_renew", "1");
+    try (DLock lock = newLock(key, opts)) {
       if (wait == null) {
         lock.lockInterruptibly();
       } else if (!lock.tryLock(wait.toMillis(), TimeUnit.MILLISECONDS)) {
@@ -140,7 +165,7 @@ public final class DLockClient implements AutoCloseable {
       }
       T result;
       try {
-        result = work.call();
+        result = work.run(lock);
       } catch (Throwable t) {
         try {
           lock.unlock();
@@ -166,6 +191,28 @@ public final class DLockClient implements AutoCloseable {
       return DLockNative.dlockswig_client_counter(handle.ptr, name);
     } finally {
       guard.readLock().unlock();
+    }
+  }
+
+  /**
+   * Takes the oldest event from the client's queue (lost leases, max-hold trips, ...), waiting up to
+   * wait for one; empty if none came. The queue is bounded (client option {@code events}); the
+   * oldest are dropped when it is full. Any thread.
+   */
+  public Optional<DLockEvent> nextEvent(Duration wait) {
+    Objects.requireNonNull(wait, "wait");
+    long ms = Math.max(0, Math.min(wait.toMillis(), 86_400_000L));
+    dlock_event e = new dlock_event();
+    guard.readLock().lock();
+    try {
+      ensureOpen();
+      DLockNative.dlock_client_next_event(handle.ptr, e, ms);
+      return Optional.of(new DLockEvent(e));
+    } catch (DLockTimeoutException none) {
+      return Optional.empty();
+    } finally {
+      guard.readLock().unlock();
+      e.delete();
     }
   }
 

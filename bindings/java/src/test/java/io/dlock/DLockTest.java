@@ -327,6 +327,29 @@ class DLockTest {
   }
 
   @Test
+  void maxHoldRefusesRenewalAndRaisesAnEvent() throws Exception {
+    String key = TestDb.key("max-hold");
+    try (DLockClient c = DLockClient.open(TestDb.url());
+        DLock a = c.newLock(key, Map.of("max_hold_ms", "50", "ttl_ms", "30000"))) {
+      a.lock();
+      long token = a.token();
+      TestDb.await("max hold to pass", 5000, () -> a.remainingMillis() < 30_000 - 60);
+      MaxHoldException e = assertThrows(MaxHoldException.class, a::renew);
+      assertInstanceOf(LockLostException.class, e);
+      assertEquals("DLOCK_E_MAX_HOLD", e.codeName());
+      DLockEvent ev = c.nextEvent(Duration.ofSeconds(5)).orElseThrow();
+      assertEquals(DLockEvent.Type.MAX_HOLD, ev.type());
+      assertEquals(DLockEvent.Severity.CRITICAL, ev.severity());
+      assertEquals(key, ev.key());
+      assertEquals(token, ev.token());
+      assertEquals(a.owner(), ev.owner());
+      assertTrue(ev.message().contains("max hold"), ev.message());
+      assertTrue(c.nextEvent(Duration.ZERO).isEmpty());
+      a.unlock(); // still ours until the lease runs out
+    }
+  }
+
+  @Test
   void unlockAfterTheLeaseWasTakenThrowsLost() throws Exception {
     String key = TestDb.key("lost-unlock");
     try (DLock a = client.newLock(key, Map.of("ttl_ms", "500"));
@@ -390,6 +413,28 @@ class DLockTest {
     try (DLock probe = other.newLock(key)) {
       assertTrue(probe.tryLock()); // released after the failure too
       probe.unlock();
+    }
+  }
+
+  @Test
+  void withLockGivesTheHeldLock() throws Exception {
+    String key = TestDb.key("with-lock");
+    long token =
+        client.withLock(
+            key,
+            Map.of("ttl_ms", "5000"),
+            Duration.ofSeconds(2),
+            lock -> {
+              assertTrue(lock.isHeld());
+              return lock.token();
+            });
+    assertTrue(token > 0);
+    // A row lock: no auto_renew (it has no expiry), token 0.
+    long rowToken =
+        client.withLock(key, Map.of("mode", "row"), null, lock -> lock.token());
+    assertEquals(0, rowToken);
+    try (DLockClient rows = DLockClient.open(TestDb.url(), Map.of("mode", "row"))) {
+      assertEquals("done", rows.withLock(key, () -> "done"));
     }
   }
 
