@@ -3,6 +3,8 @@ package io.dlock;
 import io.dlock.internal.DLockNative;
 import java.io.IOException;
 import java.nio.channels.spi.AbstractInterruptibleChannel;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Turns Thread.interrupt() into dlock_cancel while a platform thread waits inside the library.
@@ -11,11 +13,19 @@ import java.nio.channels.spi.AbstractInterruptibleChannel;
  * public hook for "run this when the thread blocked in me is interrupted": between enter() and
  * exit(), an interrupt of the thread closes this one-shot channel, on the interrupting thread, and
  * closing calls dlock_cancel, which makes the waiting dlock_try return DLOCK_E_CANCELLED promptly.
- * After exit() returns, no cancel can happen any more.
+ *
+ * <p>dlock_cancel affects only calls already running: an interrupt that lands after enter() but
+ * before dlock_try has noted its start would be missed. So the cancel is repeated every
+ * {@value #RECANCEL_MS} ms until the waiting thread calls exit(). The caller holds its DLock's guard
+ * from before enter() until after exit(), so the lock handle stays valid meanwhile.
  */
 final class CancelOnInterrupt extends AbstractInterruptibleChannel {
+  static final long RECANCEL_MS = 50;
+
   private final long lock;
   private volatile boolean fired;
+  private boolean exited; // guarded by this
+  private ScheduledFuture<?> recancel; // guarded by this
 
   CancelOnInterrupt(long lock) {
     this.lock = lock;
@@ -25,12 +35,19 @@ final class CancelOnInterrupt extends AbstractInterruptibleChannel {
     begin();
   }
 
-  /** Ends the wait (idempotent); true if an interrupt cancelled (or tried to cancel) it. */
+  /**
+   * Ends the wait (idempotent); true if an interrupt cancelled (or tried to cancel) it. After it
+   * returns, nothing of this object touches the lock handle any more.
+   */
   boolean exit() {
     try {
-      end(true);
+      end(true); // after this no interrupt reaches implCloseChannel
     } catch (IOException e) {
       // ClosedByInterruptException: the interrupt arrived during the wait.
+    }
+    synchronized (this) {
+      exited = true;
+      if (recancel != null) recancel.cancel(false);
     }
     return fired;
   }
@@ -39,5 +56,16 @@ final class CancelOnInterrupt extends AbstractInterruptibleChannel {
   protected void implCloseChannel() {
     fired = true;
     DLockNative.dlock_cancel(lock);
+    synchronized (this) {
+      if (!exited) {
+        recancel =
+            Natives.TIMER.scheduleWithFixedDelay(
+                this::cancelAgain, RECANCEL_MS, RECANCEL_MS, TimeUnit.MILLISECONDS);
+      }
+    }
+  }
+
+  private synchronized void cancelAgain() {
+    if (!exited) DLockNative.dlock_cancel(lock);
   }
 }

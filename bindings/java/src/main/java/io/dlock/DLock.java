@@ -190,9 +190,10 @@ public final class DLock implements Lock, AutoCloseable {
       for (;; ) {
         try {
           if (!(interrupted && interruptible)) return f.get();
-          // Cancelled; a cancel sent before the host entered dlock_try is not seen: send again.
+          // Cancelled; a cancel sent before the host entered dlock_try is not seen: send again
+          // (as CancelOnInterrupt does for platform threads).
           try {
-            return f.get(50, TimeUnit.MILLISECONDS);
+            return f.get(CancelOnInterrupt.RECANCEL_MS, TimeUnit.MILLISECONDS);
           } catch (TimeoutException e) {
             DLockNative.dlock_cancel(ptr);
           }

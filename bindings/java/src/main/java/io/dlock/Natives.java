@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** What the facade classes share: the Cleaner, option maps as dlock_config, thread helpers. */
@@ -62,6 +63,15 @@ final class Natives {
    * native call pins its carrier; a few waiters could then occupy every carrier while the holder,
    * unmounted, waits for one to run its unlock. The virtual thread parks on the result instead.
    */
+  /** Repeats a cancel that may have come too early (see CancelOnInterrupt). */
+  static final ScheduledExecutorService TIMER =
+      Executors.newSingleThreadScheduledExecutor(
+          r -> {
+            Thread t = new Thread(r, "dlock-cancel");
+            t.setDaemon(true);
+            return t;
+          });
+
   static final ExecutorService WAIT_HOSTS =
       Executors.newCachedThreadPool(
           new java.util.concurrent.ThreadFactory() {

@@ -289,6 +289,36 @@ class DLockTest {
     }
   }
 
+  /** Interrupts landing at any moment of the call's start still end the wait promptly. */
+  @Test
+  void interruptAtAnyMomentEndsTheWait() throws Exception {
+    String key = TestDb.key("interrupt-any");
+    try (DLock a = client.newLock(key);
+        DLock b = other.newLock(key)) {
+      a.lock();
+      for (int i = 0; i < 40; i++) {
+        AtomicReference<Throwable> outcome = new AtomicReference<>();
+        Thread t =
+            new Thread(
+                () -> {
+                  try {
+                    b.tryLock(30, TimeUnit.SECONDS);
+                    outcome.set(new AssertionError("returned"));
+                  } catch (Throwable e) {
+                    outcome.set(e);
+                  }
+                });
+        t.start();
+        if (i % 2 == 1) Thread.sleep(0, (i * 7919) % 1_000_000); // spread the moment
+        t.interrupt();
+        t.join(5000);
+        assertFalse(t.isAlive(), "round " + i + ": the interrupted waiter is still waiting");
+        assertInstanceOf(InterruptedException.class, outcome.get(), "round " + i);
+      }
+      a.unlock();
+    }
+  }
+
   @Test
   void interruptedBeforeWaitingThrowsAtOnce() {
     try (DLock a = client.newLock(TestDb.key("pre-interrupt"))) {
