@@ -139,6 +139,34 @@ class VirtualThreadTest {
     }
   }
 
+  @Test
+  void interruptAtAnyMomentEndsAVirtualWait() throws Exception {
+    String key = TestDb.key("vt-interrupt-any");
+    try (DLock holder = client.newLock(key);
+        DLock waiter = other.newLock(key)) {
+      holder.lock();
+      for (int i = 0; i < 30; i++) {
+        AtomicReference<Throwable> outcome = new AtomicReference<>();
+        Thread vt =
+            Thread.ofVirtual()
+                .start(
+                    () -> {
+                      try {
+                        waiter.tryLock(30, TimeUnit.SECONDS);
+                        outcome.set(new AssertionError("returned"));
+                      } catch (Throwable e) {
+                        outcome.set(e);
+                      }
+                    });
+        if (i % 2 == 1) Thread.sleep(0, (i * 7919) % 1_000_000);
+        vt.interrupt();
+        assertTrue(vt.join(java.time.Duration.ofSeconds(5)), "round " + i + ": still waiting");
+        assertInstanceOf(InterruptedException.class, outcome.get(), "round " + i);
+      }
+      holder.unlock();
+    }
+  }
+
   @Disabled("awaits the core's caller-supplied holder id: reentrancy per (virtual) Java thread")
   @Test
   void twoVirtualThreadsOnOneLockExclude() throws Exception {
