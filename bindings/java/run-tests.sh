@@ -5,6 +5,8 @@
 #   1. mvn test on JDK 17 (everything but the virtual-thread tests)
 #   2. mvn test on JDK 25 (everything, virtual-thread tests included)
 #   3. the cron-pattern example in examples/java, if present
+# InteropTest pits Java against C, another JVM, Go (built here if Go is
+# installed) and Python (DLOCK_PYTHON=/path/to/python with dlock installed).
 #
 #   bindings/java/run-tests.sh [BUILD_DIR | PREFIX]
 # BUILD_DIR: an existing CMake build dir of this repo to install from;
@@ -59,14 +61,34 @@ if [ -z "${DLOCK_URL:-}" ]; then
   DLOCK_URL=$("$root/scripts/db.sh" start "$dbdir" | tail -n1)
 fi
 export DLOCK_URL
+status=0
+failed=()
+
+# ---- other languages' hold tools, for InteropTest -----------------------------
+# C and a second JVM are always there; Go's cmd/dlock-hold is built if Go is;
+# Python joins if DLOCK_PYTHON names a python with the dlock package.
+libdir=$(dirname "$(find "$prefix" -name dlock.pc | head -n1)")/..
+libdir=$(cd "$libdir" && pwd)
+command -v go >/dev/null 2>&1 || [ ! -x /usr/local/go/bin/go ] || export PATH="$PATH:/usr/local/go/bin"
+if [ -z "${DLOCK_GO_HOLD:-}" ] && command -v go >/dev/null 2>&1 && [ -d "$root/bindings/go/cmd/dlock-hold" ]; then
+  if (cd "$root/bindings/go" && PKG_CONFIG_PATH="$libdir/pkgconfig" GOFLAGS=-mod=mod GOTOOLCHAIN=local \
+        CGO_ENABLED=1 go build -o "$tmp/dlock-hold" ./cmd/dlock-hold); then
+    export DLOCK_GO_HOLD="$tmp/dlock-hold"
+  else
+    echo "java-tests: FAIL: could not build Go's dlock-hold for the interop test" >&2
+    failed+=("go build dlock-hold")
+    status=1
+  fi
+fi
+# The Go tool links libdlock.so.1 without a run path.
+export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+echo "java-tests: interop with C, Java${DLOCK_GO_HOLD:+, Go}${DLOCK_PYTHON:+, Python}"
 
 jdk_home() { dirname "$(dirname "$(readlink -f "$(command -v "$1")")")"; }
 jdk17=${JDK17_HOME:-$(jdk_home javac)}
 jdk25=${JDK25_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 
 cd "$here"
-status=0
-failed=()
 # `clean` each time: the two JDKs compile the tests for different releases and
 # build the JNI library against their own jni.h.
 run_mvn() {
