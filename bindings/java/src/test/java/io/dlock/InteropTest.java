@@ -126,6 +126,9 @@ class InteropTest {
                         lock.unlock();
                         try (Held other = hold(h, key)) {
                           assertTrue(other.token > t2, h.name() + " token " + other.token + " after " + t2);
+                          System.out.printf(
+                              "interop: Java and %s exclude each other; tokens %d (%s) < %d (Java) < %d (%s)%n",
+                              h.name(), t1, h.name(), t2, other.token, h.name());
                         }
                       }
                     }));
