@@ -404,8 +404,14 @@ public final class DLock implements Lock, AutoCloseable {
     // Cancel waits still running on the handle until every user has left it.
     try {
       while (!guard.writeLock().tryLock(20, TimeUnit.MILLISECONDS)) {
-        long p = handle.ptr;
-        if (p != 0) DLockNative.dlock_cancel(p);
+        // Under a (barging) read lock, so that a concurrent close() cannot free the handle.
+        if (guard.readLock().tryLock()) {
+          try {
+            if (handle.ptr != 0) DLockNative.dlock_cancel(handle.ptr);
+          } finally {
+            guard.readLock().unlock();
+          }
+        }
       }
     } catch (InterruptedException e) {
       guard.writeLock().lock();
