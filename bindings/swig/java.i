@@ -11,9 +11,9 @@
  *
  * What this file settles for Java:
  *  - Handles (dlock_config, dlock_client, dlock_lock) cross as a plain Java
- *    long: the facade owns them and closes each exactly once, so no SWIG
- *    proxy object (with a finalizer-free but useless ownership flag) is made
- *    per call.
+ *    long: the facade owns them, closes each exactly once and guards them
+ *    against use after close, so no SWIG proxy object (with its ownership
+ *    flag and default finalize()) is made per call.
  *  - dlock_error *err disappears from the Java signatures: the wrapper passes
  *    a dlock_error of its own and, when the call fails (a negative code),
  *    throws the exception made by io.dlock.DLockException.fromNative, the one
@@ -23,6 +23,8 @@
  *    reach dlock_open exactly; dlock_open copies them.
  *  - uint64_t (fencing tokens, counters) crosses as a Java long: the bits are
  *    kept; the values dlock hands out stay far below 2^63.
+ *  - dlock_event's strings cross as byte[] (a key is any bytes); struct
+ *    proxies get no finalize().
  *  - The JNI library is loaded by the JNI class's static initialiser: from the
  *    path in the system property dlock.jni.path if set, else
  *    System.loadLibrary("dlock_jni") (java.library.path).

@@ -66,6 +66,7 @@ class TwoJvmTest {
       assertEquals(i + 1, Integer.parseInt(f[0]), "line " + (i + 1) + ": " + lines.get(i));
       if (i > 0 && !f[1].equals(lines.get(i - 1).split(" ")[1])) switches++;
     }
+    System.out.println("two JVMs: " + lines.size() + " increments, " + switches + " handoffs between them");
     assertTrue(switches >= 2, "the JVMs did not interleave: " + switches + " switches");
   }
 
@@ -91,6 +92,29 @@ class TwoJvmTest {
     }
     assertTrue(child.waitFor(30, TimeUnit.SECONDS));
     assertEquals(0, child.exitValue());
+  }
+
+  /** A wrong JNI library path fails with a message that says what to set, not a crash. */
+  @Test
+  void missingJniLibraryIsExplained() throws Exception {
+    Process p =
+        new ProcessBuilder(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp",
+                System.getProperty("surefire.test.class.path", System.getProperty("java.class.path")),
+                "-Ddlock.jni.path=" + dir.resolve("no-such-libdlock_jni.so"),
+                Hold.class.getName(),
+                "-url",
+                TestDb.url(),
+                "-key",
+                "k")
+            .redirectErrorStream(true)
+            .start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertTrue(p.waitFor(30, TimeUnit.SECONDS));
+    assertTrue(p.exitValue() != 0);
+    assertTrue(out.contains("cannot load the JNI library"), out);
+    assertTrue(out.contains("-Ddlock.jni.path="), out);
   }
 
   /** The other JVM. */
@@ -125,6 +149,9 @@ class TwoJvmTest {
         } finally {
           lock.unlock();
         }
+        // Work outside the lock: without it the releasing JVM takes the lock straight back
+        // (the library promises exclusion, not fairness), and the other may never get a turn.
+        Thread.sleep(2);
       }
     }
   }
