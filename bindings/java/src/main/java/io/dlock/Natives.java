@@ -58,11 +58,6 @@ final class Natives {
     }
   }
 
-  /**
-   * Platform threads that host a blocking native wait for a virtual thread. A virtual thread in a
-   * native call pins its carrier; a few waiters could then occupy every carrier while the holder,
-   * unmounted, waits for one to run its unlock. The virtual thread parks on the result instead.
-   */
   /** Repeats a cancel that may have come too early (see CancelOnInterrupt). */
   static final ScheduledExecutorService TIMER =
       Executors.newSingleThreadScheduledExecutor(
@@ -72,6 +67,11 @@ final class Natives {
             return t;
           });
 
+  /**
+   * Platform threads that host a blocking native wait for a virtual thread. A virtual thread in a
+   * native call pins its carrier; a few waiters could then occupy every carrier while the holder,
+   * unmounted, waits for one to run its unlock. The virtual thread parks on the result instead.
+   */
   static final ExecutorService WAIT_HOSTS =
       Executors.newCachedThreadPool(
           new java.util.concurrent.ThreadFactory() {

@@ -76,9 +76,14 @@ class InteropTest {
 
     /** Closes its stdin: it releases and exits 0. */
     @Override
-    public void close() throws Exception {
+    public void close() throws java.io.IOException {
       p.getOutputStream().close();
-      assertTrue(p.waitFor(30, TimeUnit.SECONDS), "hold tool did not exit");
+      try {
+        assertTrue(p.waitFor(30, TimeUnit.SECONDS), "hold tool did not exit");
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new AssertionError(e);
+      }
       assertEquals(0, p.exitValue(), "hold tool failed");
     }
   }
