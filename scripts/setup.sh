@@ -9,7 +9,7 @@ APT_PACKAGES=(
   mariadb-server mariadb-client libmariadb-dev
   doctest-dev libcli11-dev nlohmann-json3-dev
   faketime python3 python3-venv python3-dev
-  swig
+  swig clang-14
 )
 
 missing=()

@@ -2,7 +2,8 @@
 # Runs every test of dlock, each runner printing its own summary:
 #   1. C/C++: ctest (doctest suites of the core, the lifecycle suite, the
 #      pure-C test of the C API, header/export/pkg-config checks)
-#   2. the core's tests again under ASan+UBSan, then under TSan
+#   2. the core built by clang with -Wthread-safety; the core's tests again
+#      under ASan+UBSan, then under TSan
 #   3. Python: pytest (after pip-installing the package into a venv)
 # Every suite talks to a real MariaDB: a throwaway one on loopback that the
 # suite starts itself, or the server named by DLOCK_URL.
@@ -31,9 +32,18 @@ cmake --build build -j "$jobs"
 section "C/C++ tests (ctest)"
 run_ctest build
 
+section "core under clang -Wthread-safety (GUARDED_BY / REQUIRES)"
+CC=clang-14 CXX=clang++-14 cmake -S . -B build-tsa -G Ninja -DBUILD_TESTING=OFF \
+  -DDLOCK_THREAD_SAFETY=ON >/dev/null
+if cmake --build build-tsa -j "$jobs" --target dlock_core dlock; then
+  echo "thread-safety analysis: no findings"
+else
+  failed+=("thread-safety analysis")
+fi
+
 if [ -z "${DLOCK_TEST_QUICK:-}" ]; then
   # The core's own suites: what links the core, minus the install/ABI checks.
-  core_tests='^(db_start|db_stop|core_.*|lifecycle|capi_test)$'
+  core_tests='^(db_start|db_stop|core_.*|lifecycle|capi_test|capi_concurrency)$'
   for san in address thread; do
     section "core tests under sanitizer: $san"
     cmake -S . -B "build-$san" -G Ninja -DBUILD_TESTING=ON -DDLOCK_SANITIZE=$san \

@@ -25,13 +25,36 @@ struct dlock_lock {
 
 namespace {
 
-static_assert(DLOCK_OK == static_cast<int>(dlock::Code::kOk), "codes");
-static_assert(DLOCK_BUSY == static_cast<int>(dlock::Code::kBusy), "codes");
-static_assert(DLOCK_E_LOST == static_cast<int>(dlock::Code::kLost), "codes");
-static_assert(DLOCK_E_TIMEOUT == static_cast<int>(dlock::Code::kTimeout), "codes");
-static_assert(DLOCK_E_MAX_HOLD == static_cast<int>(dlock::Code::kMaxHold), "codes");
-static_assert(DLOCK_STATE_LOST == static_cast<int>(dlock::LockState::kLost), "states");
-static_assert(DLOCK_EVENT_CLEANUP == static_cast<int>(dlock::EventType::kCleanup), "events");
+// Every value shared with the C ABI, checked by the compiler.
+#define DLOCK_SAME(c, k) static_assert(c == static_cast<int>(k), #c " differs from the core")
+DLOCK_SAME(DLOCK_OK, dlock::Code::kOk);
+DLOCK_SAME(DLOCK_BUSY, dlock::Code::kBusy);
+DLOCK_SAME(DLOCK_E_INVALID, dlock::Code::kInvalid);
+DLOCK_SAME(DLOCK_E_CONNECT, dlock::Code::kConnect);
+DLOCK_SAME(DLOCK_E_LOST, dlock::Code::kLost);
+DLOCK_SAME(DLOCK_E_READONLY, dlock::Code::kReadOnly);
+DLOCK_SAME(DLOCK_E_UNSUPPORTED, dlock::Code::kUnsupported);
+DLOCK_SAME(DLOCK_E_DB, dlock::Code::kDb);
+DLOCK_SAME(DLOCK_E_STATE, dlock::Code::kState);
+DLOCK_SAME(DLOCK_E_FORKED, dlock::Code::kForked);
+DLOCK_SAME(DLOCK_E_POOL, dlock::Code::kPool);
+DLOCK_SAME(DLOCK_E_UNKNOWN, dlock::Code::kUnknown);
+DLOCK_SAME(DLOCK_E_INTERNAL, dlock::Code::kInternal);
+DLOCK_SAME(DLOCK_E_TIMEOUT, dlock::Code::kTimeout);
+DLOCK_SAME(DLOCK_E_CANCELLED, dlock::Code::kCancelled);
+DLOCK_SAME(DLOCK_E_MAX_HOLD, dlock::Code::kMaxHold);
+DLOCK_SAME(DLOCK_STATE_IDLE, dlock::LockState::kIdle);
+DLOCK_SAME(DLOCK_STATE_HELD, dlock::LockState::kHeld);
+DLOCK_SAME(DLOCK_STATE_LOST, dlock::LockState::kLost);
+DLOCK_SAME(DLOCK_EVENT_LOST, dlock::EventType::kLost);
+DLOCK_SAME(DLOCK_EVENT_MAX_HOLD, dlock::EventType::kMaxHold);
+DLOCK_SAME(DLOCK_EVENT_RELEASE_GONE, dlock::EventType::kReleaseGone);
+DLOCK_SAME(DLOCK_EVENT_RENEW_RETRY, dlock::EventType::kRenewRetry);
+DLOCK_SAME(DLOCK_EVENT_CLEANUP, dlock::EventType::kCleanup);
+DLOCK_SAME(DLOCK_SEVERITY_INFO, dlock::Severity::kInfo);
+DLOCK_SAME(DLOCK_SEVERITY_WARNING, dlock::Severity::kWarning);
+DLOCK_SAME(DLOCK_SEVERITY_CRITICAL, dlock::Severity::kCritical);
+#undef DLOCK_SAME
 
 void CopyString(char* dst, size_t cap, const std::string& src) {
   size_t n = src.size() < cap - 1 ? src.size() : cap - 1;
@@ -154,6 +177,16 @@ int dlock_try(dlock_lock* lock, int64_t wait_ms, dlock_error* err) {
   return Guard(err, [&] { return Report(lock->lock->Try(wait_ms), err); });
 }
 
+int dlock_try_as(dlock_lock* lock, uint64_t holder, int64_t wait_ms, dlock_error* err) {
+  if (lock == nullptr) return Null(err, "lock");
+  return Guard(err, [&] { return Report(lock->lock->TryAs(holder, wait_ms), err); });
+}
+
+int dlock_release_as(dlock_lock* lock, uint64_t holder, dlock_error* err) {
+  if (lock == nullptr) return Null(err, "lock");
+  return Guard(err, [&] { return Report(lock->lock->ReleaseAs(holder), err); });
+}
+
 int dlock_renew(dlock_lock* lock, dlock_error* err) {
   if (lock == nullptr) return Null(err, "lock");
   return Guard(err, [&] { return Report(lock->lock->Renew(), err); });
@@ -263,6 +296,14 @@ int dlock_held(const dlock_lock* lock) {
 const char* dlock_owner(const dlock_lock* lock) {
   if (lock == nullptr) return "";
   return lock->lock->owner_cstr();
+}
+
+size_t dlock_owner_copy(const dlock_lock* lock, char* buf, size_t buf_size) {
+  if (lock == nullptr) {
+    if (buf != nullptr && buf_size > 0) buf[0] = '\0';
+    return 0;
+  }
+  return lock->lock->copy_owner(buf, buf_size);
 }
 
 uint64_t dlock_token(const dlock_lock* lock) { return lock == nullptr ? 0 : lock->lock->token(); }

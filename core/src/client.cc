@@ -180,16 +180,6 @@ void ClientImpl::JanitorLoop() {
   mysql_thread_end();
 }
 
-void ClientImpl::KillQuery(unsigned long thread_id) {
-  if (thread_id == 0) return;
-  // A connection of its own: the pool may be exhausted by the very waits
-  // being cancelled.
-  std::unique_ptr<Conn> c;
-  if (!Conn::Connect(opts_, &c).ok()) return;
-  c->set_counter(pool_.sent_counter());
-  c->Query("KILL QUERY " + std::to_string(thread_id));
-}
-
 Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
   *deleted = 0;
   *ran = false;
@@ -238,7 +228,7 @@ Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
     }
     if (s.ok()) s = conn->Query("COMMIT");
     if (!s.ok()) {
-      if (!conn->broken()) conn->Query("ROLLBACK");
+      if (!conn->broken()) (void)conn->Query("ROLLBACK");
       if (s.server_errno() == ER_LOCK_DEADLOCK) {  // an acquirer raced us: again
         JitterSleep(std::min(batch, 5));
         s = Status::OK();
@@ -255,7 +245,7 @@ Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
   }
   conn.Reset();
   bool released = false, ours = false;
-  LeaseRelease(kGuard, owner, nullptr, &released, &ours);
+  (void)LeaseRelease(kGuard, owner, nullptr, &released, &ours);
   counters_.cleanup_runs.fetch_add(1);
   counters_.cleanup_deleted.fetch_add(*deleted);
   if (*deleted > 0) {
@@ -296,24 +286,14 @@ Status ClientImpl::CheckColumns(Conn& conn, const std::string& table,
   return Status::OK();
 }
 
-Status ClientImpl::InitSchema(Conn& conn) {
-  const std::string t = opts_.table, f = opts_.table + "_fence", r = opts_.row_table;
-  const std::vector<std::pair<std::string, std::string>> lease_cols = {
-      {"lock_key", "varbinary("}, {"owner", "varbinary("}, {"expire_time", "datetime(6)"},
-      {"create_time", "datetime(6)"}, {"fence", "bigint"}};
-  const std::vector<std::pair<std::string, std::string>> fence_cols = {{"id", "tinyint"},
-                                                                       {"fence_floor", "bigint"}};
-  const std::vector<std::pair<std::string, std::string>> row_cols = {
-      {"lock_name", "varbinary("}, {"updated_time", "datetime(6)"}};
-  struct Table {
-    const std::string& name;
-    const std::vector<std::pair<std::string, std::string>>& cols;
-    std::string ddl;
-  };
+std::vector<SchemaTable> SchemaTables(const ClientOptions& opts) {
+  const std::string t = opts.table, f = opts.table + "_fence", r = opts.row_table;
   // Every column is binary or numeric: the server's default character set
   // and collation cannot change what a key means (B2).
-  const Table tables[] = {
-      {t, lease_cols,
+  return {
+      {t,
+       {{"lock_key", "varbinary("}, {"owner", "varbinary("}, {"expire_time", "datetime(6)"},
+        {"create_time", "datetime(6)"}, {"fence", "bigint"}},
        "CREATE TABLE IF NOT EXISTS " + Quote(t) +
            " (lock_key VARBINARY(512) NOT NULL COMMENT 'lock name, compared byte for byte',"
            " owner VARBINARY(255) NOT NULL COMMENT 'host:pid:uuid of the holder; empty = free',"
@@ -322,18 +302,27 @@ Status ClientImpl::InitSchema(Conn& conn) {
            " fence BIGINT UNSIGNED NOT NULL COMMENT 'fencing token: grows with every acquisition',"
            " PRIMARY KEY (lock_key), KEY idx_expire_time (expire_time))"
            " ENGINE=InnoDB COMMENT='dlock lease locks'"},
-      {f, fence_cols,
+      {f,
+       {{"id", "tinyint"}, {"fence_floor", "bigint"}},
        "CREATE TABLE IF NOT EXISTS " + Quote(f) +
            " (id TINYINT UNSIGNED NOT NULL PRIMARY KEY,"
            " fence_floor BIGINT UNSIGNED NOT NULL COMMENT 'highest token of any deleted lease row')"
            " ENGINE=InnoDB COMMENT='dlock: fencing floor kept across cleanup'"},
-      {r, row_cols,
+      {r,
+       {{"lock_name", "varbinary("}, {"updated_time", "datetime(6)"}},
        "CREATE TABLE IF NOT EXISTS " + Quote(r) +
            " (lock_name VARBINARY(512) NOT NULL COMMENT 'lock name, compared byte for byte',"
            " updated_time DATETIME(6) NULL COMMENT 'UTC, when the row was created',"
            " PRIMARY KEY (lock_name)) ENGINE=InnoDB COMMENT='dlock row locks (SELECT ... FOR UPDATE)'"},
   };
-  for (const Table& tb : tables) {
+}
+
+std::string SchemaSeedSql(const ClientOptions& opts) {
+  return "INSERT IGNORE INTO " + Quote(opts.table + "_fence") + " (id, fence_floor) VALUES (1, 0)";
+}
+
+Status ClientImpl::InitSchema(Conn& conn) {
+  for (const SchemaTable& tb : SchemaTables(opts_)) {
     Status s = CheckColumns(conn, tb.name, tb.cols);
     if (s.code() == Code::kState) {  // missing: create it
       s = conn.Query(tb.ddl);
@@ -342,7 +331,7 @@ Status ClientImpl::InitSchema(Conn& conn) {
     }
     if (!s.ok()) return s;
   }
-  return conn.Query("INSERT IGNORE INTO " + Quote(f) + " (id, fence_floor) VALUES (1, 0)");
+  return conn.Query(SchemaSeedSql(opts_));
 }
 
 std::string ClientImpl::NewOwner() {
@@ -362,20 +351,38 @@ std::string ClientImpl::NewOwner() {
   return host_ + ":" + std::to_string(getpid()) + ":" + uuid;
 }
 
-Status ClientImpl::GetConn(Clock::time_point deadline, PooledConn* out) {
+Status ClientImpl::GetConn(Clock::time_point deadline, PooledConn* out,
+                           const std::function<bool()>& stop) {
   auto floor = Clock::now() + kPoolGrace;
-  return pool_.Get(deadline > floor ? deadline : floor, out);
+  return pool_.Get(deadline > floor ? deadline : floor, out, stop);
+}
+
+Clock::time_point ClientImpl::RetryUntil(Clock::time_point deadline) const {
+  return std::max(deadline, Clock::now() + std::chrono::seconds(opts_.connect_timeout_s));
+}
+
+Status ClientImpl::GaveUp(const Status& s, const char* what) const {
+  if (IsOutcomeUnknown(static_cast<unsigned>(s.server_errno())))
+    return Status(Code::kUnknown,
+                  std::string(what) + ": the connection failed while the statement was in flight, "
+                  "too late to re-check; " + s.message(),
+                  s.server_errno());
+  return s;
 }
 
 Status ClientImpl::LeaseAcquire(const std::string& key, const std::string& owner, int64_t ttl_ms,
-                                Clock::time_point deadline, Conn* preferred, LeaseAttempt* out) {
+                                Clock::time_point deadline, Conn* preferred, LeaseAttempt* out,
+                                const std::function<bool()>& stop) {
   Status s;
   int deadlocks = 0;
+  // A dropped statement is re-run on a fresh connection only while the call
+  // is young: a server that let one statement time out is not asked again.
+  const auto retry_until = RetryUntil(deadline);
   for (int conn_try = 0; conn_try < kConnRetries;) {
     PooledConn pc;
     Conn* c = preferred != nullptr && !preferred->broken() ? preferred : nullptr;
     if (c == nullptr) {
-      s = GetConn(deadline, &pc);
+      s = GetConn(deadline, &pc, stop);
       if (!s.ok()) return s;
       c = &*pc;
     }
@@ -401,15 +408,17 @@ Status ClientImpl::LeaseAcquire(const std::string& key, const std::string& owner
       continue;
     }
     if (!c->broken()) return s;
+    if (Clock::now() >= retry_until) return GaveUp(s, "acquire");
     ++conn_try;  // dropped: the statement is idempotent for our owner, re-run it
   }
-  return s;
+  return GaveUp(s, "acquire");
 }
 
 Status ClientImpl::LeaseRenew(const std::string& key, const std::string& owner, int64_t ttl_ms,
                               bool* renewed, Clock::time_point* sent_at) {
   Status s;
   int deadlocks = 0;
+  const auto retry_until = RetryUntil(Clock::now());
   for (int conn_try = 0; conn_try < kConnRetries;) {
     PooledConn c;
     s = GetConn(Clock::now(), &c);
@@ -426,9 +435,10 @@ Status ClientImpl::LeaseRenew(const std::string& key, const std::string& owner, 
       continue;
     }
     if (!c->broken()) return s;
+    if (Clock::now() >= retry_until) return GaveUp(s, "renew");
     ++conn_try;
   }
-  return s;
+  return GaveUp(s, "renew");
 }
 
 Status ClientImpl::LeaseRelease(const std::string& key, const std::string& owner, Conn* preferred,
@@ -436,6 +446,7 @@ Status ClientImpl::LeaseRelease(const std::string& key, const std::string& owner
   Status s;
   int deadlocks = 0;
   bool retried_after_drop = false;
+  const auto retry_until = RetryUntil(Clock::now());
   for (int conn_try = 0; conn_try < kConnRetries;) {
     PooledConn pc;
     Conn* c = preferred != nullptr && !preferred->broken() ? preferred : nullptr;
@@ -465,10 +476,11 @@ Status ClientImpl::LeaseRelease(const std::string& key, const std::string& owner
       continue;
     }
     if (!c->broken()) return s;
+    if (Clock::now() >= retry_until) return GaveUp(s, "release");
     retried_after_drop = true;
     ++conn_try;
   }
-  return s;
+  return GaveUp(s, "release");
 }
 
 Status ClientImpl::EnsureRow(Conn& conn, const std::string& name, bool force_check) {

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <string>
@@ -53,6 +54,19 @@ struct LeaseAttempt {
   Clock::time_point sent_at{};  // when the winning statement was sent
 };
 
+// The lock tables: name, the column types dlock checks (type prefixes, as
+// information_schema spells them) and the DDL that creates the table. The
+// single source for the client's own schema setup and for `dlock init
+// --print-sql` / `dlock doctor`.
+struct SchemaTable {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> cols;
+  std::string ddl;
+};
+std::vector<SchemaTable> SchemaTables(const ClientOptions& opts);
+// Seeds the fencing-floor row (idempotent).
+std::string SchemaSeedSql(const ClientOptions& opts);
+
 class ClientImpl {
  public:
   static Status Open(const std::string& url, const Config& cfg, std::unique_ptr<ClientImpl>* out);
@@ -71,14 +85,22 @@ class ClientImpl {
 
   // Borrow a connection for one statement; waits at most until deadline, but
   // at least kPoolGrace so that a zero wait still gets a connection.
-  Status GetConn(Clock::time_point deadline, PooledConn* out);
+  Status GetConn(Clock::time_point deadline, PooledConn* out,
+                 const std::function<bool()>& stop = nullptr);
+  // Until when a statement dropped with its connection is re-run on a fresh
+  // one: the call's deadline, or connect_timeout from now if that is later.
+  Clock::time_point RetryUntil(Clock::time_point deadline) const;
+  // The status a call returns when it stops retrying after a drop: kUnknown
+  // when the statement may have run.
+  Status GaveUp(const Status& s, const char* what) const;
 
   // Scheme 1, one statement each, re-run on a fresh connection when the
   // connection drops (they are idempotent for the same owner) and on 1213.
   // preferred: a connection the caller already holds (used first; the pool
   // serves the retries), or nullptr.
   Status LeaseAcquire(const std::string& key, const std::string& owner, int64_t ttl_ms,
-                      Clock::time_point deadline, Conn* preferred, LeaseAttempt* out);
+                      Clock::time_point deadline, Conn* preferred, LeaseAttempt* out,
+                      const std::function<bool()>& stop = nullptr);
   // *renewed: the row was ours and live by the DB clock, and is extended.
   Status LeaseRenew(const std::string& key, const std::string& owner, int64_t ttl_ms,
                     bool* renewed, Clock::time_point* sent_at);

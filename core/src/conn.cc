@@ -3,6 +3,8 @@
 #include <errmsg.h>
 #include <mysqld_error.h>
 
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -92,6 +94,11 @@ Status Conn::Connect(const ClientOptions& o, std::unique_ptr<Conn>* out) {
   // Row locks and the caller's statements on a lock's transaction take no
   // gap locks this way (MARIADB.md); cleanup asks for REPEATABLE READ itself.
   mysql_optionsv(m, MYSQL_INIT_COMMAND, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+  // A row lock is a transaction on an idle connection: a server wait_timeout
+  // of 60 s would end it (and free the row) while its holder works. Lock
+  // sessions keep the server's value when it is at least 8 hours (MariaDB's
+  // default) and raise it to that otherwise.
+  mysql_optionsv(m, MYSQL_INIT_COMMAND, "SET SESSION wait_timeout = GREATEST(@@session.wait_timeout, 28800)");
   if (o.ssl_mode != SslMode::kDisable) {
     my_bool on = 1;
     mysql_optionsv(m, MYSQL_OPT_SSL_ENFORCE, &on);
@@ -112,6 +119,7 @@ Status Conn::Connect(const ClientOptions& o, std::unique_ptr<Conn>* out) {
     return Status(code, msg, static_cast<int>(err));
   }
   std::unique_ptr<Conn> c(new Conn(m));
+  c->fd_ = static_cast<int>(mysql_get_socket(m));
   c->where_ = o.Where();
   Status s = c->ReadServerInfo();
   if (!s.ok()) return s;
@@ -140,6 +148,20 @@ Status Conn::Ping() {
 }
 
 unsigned long Conn::thread_id() const { return mysql_thread_id(m_); }
+
+bool Conn::LooksClosed() const {
+  if (broken_) return true;
+  if (fd_ < 0) return true;
+  pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+  int n = poll(&p, 1, 0);
+  return n > 0 && (p.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+bool Conn::InTransaction() const { return (m_->server_status & SERVER_STATUS_IN_TRANS) != 0; }
+
+void Conn::Abort() {
+  if (fd_ >= 0) shutdown(fd_, SHUT_RDWR);
+}
 
 Status Conn::Fail(const char* what, unsigned err, const char* msg) {
   if (IsConnectionError(err)) broken_ = true;

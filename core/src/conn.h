@@ -70,6 +70,19 @@ class Conn {
   // Cheap liveness check (COM_PING); marks the connection broken on failure.
   Status Ping();
   bool broken() const { return broken_; }
+  void MarkBroken() { broken_ = true; }
+  // Without a round trip: has the server closed this idle connection (its
+  // wait_timeout, KILL, a restart)? An idle session never has bytes to read,
+  // so a readable or hung-up socket means it is gone. Only for a connection
+  // no statement is running on.
+  bool LooksClosed() const;
+  // The server's word, from the last reply: is a transaction open?
+  bool InTransaction() const;
+  // Ends a statement blocked on this connection at once, from any thread:
+  // shuts the socket down (the blocked read fails, the connection is broken
+  // and discarded). Works when the server is frozen too, where KILL QUERY
+  // could not even connect.
+  void Abort();
   // Counts every statement sent (for the client's counters).
   void set_counter(std::atomic<uint64_t>* c) { sent_ = c; }
   unsigned long thread_id() const;
@@ -85,6 +98,7 @@ class Conn {
   Status ReadServerInfo();
 
   MYSQL* m_;
+  int fd_ = -1;  // the socket, read once: Abort() runs on other threads
   pid_t pid_;  // after fork() a child must not talk on its parent's socket
   bool broken_ = false;
   std::atomic<uint64_t>* sent_ = nullptr;

@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <optional>
+#include <cstring>
 #include <cstdio>
 #include <mutex>
 #include <random>
@@ -53,6 +56,61 @@ std::string WakeName(const std::string& table, const std::string& db_key) {
   return "dlock:" + table + ":" + hex;
 }
 
+// The first keyword of sql, after blanks and comments, if it names a
+// statement that ends a transaction (explicitly or by an implicit commit);
+// nullptr otherwise. The server's in-transaction flag, checked after every
+// statement, catches what this misses.
+const char* TxnEndingStatement(const std::string& sql) {
+  size_t i = 0, n = sql.size();
+  for (;;) {
+    while (i < n && (std::isspace(static_cast<unsigned char>(sql[i])) || sql[i] == '(')) ++i;
+    if (i + 1 < n && sql[i] == '/' && sql[i + 1] == '*' && !(i + 2 < n && (sql[i + 2] == '!' || sql[i + 2] == 'M'))) {
+      size_t e = sql.find("*/", i + 2);
+      if (e == std::string::npos) return nullptr;
+      i = e + 2;
+    } else if (i < n && (sql[i] == '#' || (i + 2 < n && sql[i] == '-' && sql[i + 1] == '-' &&
+                                           std::isspace(static_cast<unsigned char>(sql[i + 2]))))) {
+      size_t e = sql.find('\n', i);
+      if (e == std::string::npos) return nullptr;
+      i = e + 1;
+    } else {
+      break;
+    }
+  }
+  auto word = [&](size_t* at) {
+    while (*at < n && std::isspace(static_cast<unsigned char>(sql[*at]))) ++*at;
+    std::string w;
+    while (*at < n && (std::isalnum(static_cast<unsigned char>(sql[*at])) || sql[*at] == '_' ||
+                       sql[*at] == '@' || sql[*at] == '.'))
+      w += static_cast<char>(std::toupper(static_cast<unsigned char>(sql[(*at)++])));
+    return w;
+  };
+  size_t at = i;
+  const std::string w = word(&at);
+  static const char* const kEnding[] = {
+      "COMMIT", "ROLLBACK", "BEGIN",  "START",  "XA",      "LOCK",     "UNLOCK",  "CREATE",
+      "ALTER",  "DROP",     "RENAME", "TRUNCATE", "GRANT", "REVOKE",   "ANALYZE", "OPTIMIZE",
+      "REPAIR", "FLUSH",    "INSTALL", "UNINSTALL", "SHUTDOWN", "RESET", "PURGE", "CHANGE"};
+  for (const char* k : kEnding) {
+    if (w != k) continue;
+    size_t at2 = at;
+    const std::string next = word(&at2);
+    if (w == "ROLLBACK" && (next == "TO" || (next == "WORK" && word(&at2) == "TO")))
+      return nullptr;  // to a savepoint: the transaction goes on
+    if ((w == "CREATE" || w == "DROP") && next == "TEMPORARY") return nullptr;
+    return k;
+  }
+  if (w == "SET") {
+    size_t at2 = at;
+    std::string next = word(&at2);
+    if (next == "SESSION" || next == "LOCAL") next = word(&at2);
+    if (next == "AUTOCOMMIT" || next == "@@AUTOCOMMIT" || next == "@@SESSION.AUTOCOMMIT" ||
+        next == "@@LOCAL.AUTOCOMMIT")
+      return "SET autocommit";
+  }
+  return nullptr;
+}
+
 Status CancelledStatus(const std::string& name) {
   return Status(Code::kCancelled, "waiting for lock " + name + " was cancelled");
 }
@@ -75,20 +133,34 @@ LockImpl::~LockImpl() {
     own_conn_.Abandon();
     return;
   }
+  // Close may come while other threads are inside calls on this lock (a
+  // binding's finalizer, a shutdown path): refuse new calls, cancel the
+  // waiting ones and wait until every call has left.
+  {
+    MutexLock g(st_mu_);
+    closing_ = true;
+  }
+  for (;;) {
+    Cancel();
+    MutexLock g(st_mu_);
+    if (calls_ == 0) break;
+    cv_.wait_for(st_mu_, kSlice);
+  }
   c_->renewer().Remove(this);
   std::lock_guard<std::mutex> op(op_mu_);
   bool held;
   {
-    std::lock_guard<std::mutex> g(st_mu_);
-    held = state_ == LockState::kHeld;
+    MutexLock g(st_mu_);
+    held = state_ == LockState::kHeld || (state_ == LockState::kLost && !released_);
   }
   if (held) {
     if (opts_.mode == LockMode::kRow) {
-      RowEnd("ROLLBACK");  // unfinished business is not committed
+      (void)RowEnd("ROLLBACK");  // unfinished business is not committed
     } else {
-      if (txn_open_) CommitOrRollbackTxn("ROLLBACK");
+      if (txn_open_) (void)CommitOrRollbackTxn("ROLLBACK");
       Status ignored;
-      LeaseReleaseDb(&ignored);
+      bool freed;
+      (void)LeaseReleaseDb(&ignored, &freed);
     }
     c_->waiters().Notify(db_key_);
   }
@@ -109,11 +181,116 @@ Status LockImpl::CheckPid() const {
   return Status::OK();
 }
 
+class LockImpl::CallScope {
+ public:
+  explicit CallScope(LockImpl* l) : l_(l) {
+    MutexLock g(l_->st_mu_);
+    if (l_->closing_) {
+      refused_ = Status(Code::kCancelled, "lock " + l_->Name() + " is being closed");
+    } else {
+      ++l_->calls_;
+    }
+  }
+  ~CallScope() {
+    if (!refused_.ok()) return;
+    MutexLock g(l_->st_mu_);
+    if (--l_->calls_ == 0) l_->cv_.notify_all();
+  }
+  const Status& refused() const { return refused_; }
+
+ private:
+  LockImpl* l_;
+  Status refused_;
+};
+
+class LockImpl::RowUse {
+ public:
+  explicit RowUse(LockImpl* l) : l_(l) {
+    MutexLock g(l_->st_mu_);
+    l_->row_busy_ = true;
+  }
+  ~RowUse() {
+    MutexLock g(l_->st_mu_);
+    l_->row_busy_ = false;
+    l_->row_watch_ = l_->row_conn_ && l_->state_ == LockState::kHeld ? &*l_->row_conn_ : nullptr;
+  }
+
+ private:
+  LockImpl* l_;
+};
+
+Status LockImpl::RefuseWhileAcquiringLocked(const char* what) const {
+  if (!acquiring_) return Status::OK();
+  if (state_ == LockState::kHeld || (state_ == LockState::kLost && !released_))
+    return Status::Lost("lock " + Name() + " was lost: " + LostWhyLocked() +
+                        "; another thread is acquiring it again, and frees what the lost hold "
+                        "left (no " + what + " needed)");
+  return Status::StateError("lock " + Name() + " is not held: another thread is acquiring it (" +
+                            what + " refused)");
+}
+
+bool LockImpl::EnterServerWait(Conn& conn, uint64_t cancel_seen) {
+  MutexLock g(wait_mu_);
+  if (Cancelled(cancel_seen)) return false;
+  wait_conn_ = &conn;
+  return true;
+}
+
+void LockImpl::LeaveServerWait() {
+  MutexLock g(wait_mu_);
+  wait_conn_ = nullptr;
+}
+
+void LockImpl::WatchRowLocked() const {
+  if (opts_.mode != LockMode::kRow || state_ != LockState::kHeld || row_busy_ ||
+      row_watch_ == nullptr || !row_watch_->LooksClosed())
+    return;
+  row_watch_ = nullptr;
+  state_ = LockState::kLost;
+  lost_why_ = "the server closed the lock's connection (KILL, wait_timeout or a restart): it "
+              "rolled back the transaction and released the row lock";
+  c_->counters().lost.fetch_add(1);
+  c_->Raise(EventType::kLost, Severity::kCritical, key_, owner_, fence_,
+            "row lock lost: " + lost_why_);
+  cv_.notify_all();
+}
+
+namespace {
+thread_local bool t_has_holder = false;
+thread_local uint64_t t_holder = 0;
+std::atomic<uint64_t> g_next_thread_holder{1};
+}  // namespace
+
+HolderId HolderId::Current() {
+  HolderId h;
+  if (t_has_holder) {
+    h.explicit_id = true;
+    h.id = t_holder;
+    return h;
+  }
+  // A number per OS thread, never reused (a thread id may be, once the
+  // thread ended).
+  thread_local const uint64_t self = g_next_thread_holder.fetch_add(1);
+  h.id = self;
+  return h;
+}
+
+HolderScope::HolderScope(uint64_t id) : had_(t_has_holder), prev_(t_holder) {
+  t_has_holder = true;
+  t_holder = id;
+}
+
+HolderScope::~HolderScope() {
+  t_has_holder = had_;
+  t_holder = prev_;
+}
+
 bool LockImpl::IsHolderLocked() const {
-  return opts_.holder == Holder::kLock || holder_ == std::this_thread::get_id();
+  return opts_.holder == Holder::kLock || holder_ == HolderId::Current();
 }
 
 LockState LockImpl::StateLocked() const {
+  WatchRowLocked();
   if (state_ == LockState::kHeld && opts_.mode == LockMode::kLease && Clock::now() >= deadline_)
     return LockState::kLost;
   return state_;
@@ -133,63 +310,80 @@ void LockImpl::SetLostLocked(std::string why) {
 }
 
 LockState LockImpl::CurrentState() const {
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   return StateLocked();
 }
 
 std::string LockImpl::Owner() const {
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   return owner_;
 }
 
 const char* LockImpl::OwnerCstr() const {
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   return owner_.c_str();
 }
 
+size_t LockImpl::CopyOwner(char* buf, size_t cap) const {
+  MutexLock g(st_mu_);
+  if (buf != nullptr && cap > 0) {
+    size_t n = std::min(owner_.size(), cap - 1);
+    std::memcpy(buf, owner_.data(), n);
+    buf[n] = '\0';
+  }
+  return owner_.size();
+}
+
 uint64_t LockImpl::Token() const {
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   return fence_;
 }
 
 int64_t LockImpl::RemainingMs() const {
   if (opts_.mode == LockMode::kRow) return -1;
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   if (state_ != LockState::kHeld) return 0;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
   return left > 0 ? left : 0;
 }
 
 int LockImpl::HoldCount() const {
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   return StateLocked() == LockState::kHeld ? count_ : 0;
 }
 
 void LockImpl::OnRenewed(const std::string& owner, Clock::time_point deadline) {
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   if (state_ == LockState::kHeld && owner_ == owner) deadline_ = deadline;
 }
 
 void LockImpl::OnLost(const std::string& owner, const std::string& why) {
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   if (state_ == LockState::kHeld && owner_ == owner) SetLostLocked(why);
 }
 
 void LockImpl::Cancel() {
   cancel_seq_.fetch_add(1);
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     cv_.notify_all();
   }
   c_->waiters().Notify(db_key_);
-  unsigned long id = server_wait_id_.load();
-  if (id != 0) c_->KillQuery(id);
+  // A statement blocked on the server (GET_LOCK, a row-lock slice) is ended
+  // by shutting its socket: immediate even when the server does not answer.
+  // Under wait_mu_, so the waiter cannot have moved on to another statement
+  // or given the connection back; and a waiter that had not started its
+  // statement yet sees the cancel when it enters (EnterServerWait).
+  MutexLock g(wait_mu_);
+  if (wait_conn_ != nullptr) wait_conn_->Abort();
 }
 
 // ---- Try -----------------------------------------------------------------
 
 Status LockImpl::Try(int64_t wait_ms) {
   if (Status s = CheckPid(); !s.ok()) return s;
+  CallScope call(this);
+  if (!call.refused().ok()) return call.refused();
   if (wait_ms < 0 || wait_ms > kMaxWaitMs)
     return Status::Invalid("wait_ms must be 0.." + std::to_string(kMaxWaitMs) + ", got " +
                            std::to_string(wait_ms));
@@ -197,9 +391,8 @@ Status LockImpl::Try(int64_t wait_ms) {
   const auto deadline = start + std::chrono::milliseconds(wait_ms);
   const uint64_t cancel_seen = cancel_seq_.load();
   Counters& k = c_->counters();
-  bool leftovers = false;
   {
-    std::unique_lock<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     for (;;) {
       if (Cancelled(cancel_seen)) return CancelledStatus(Name());
       LockState st = StateLocked();
@@ -220,18 +413,16 @@ Status LockImpl::Try(int64_t wait_ms) {
         k.busy.fetch_add(1);
         return Status::Busy("lock " + Name() + " is held by another thread through this lock object");
       }
-      cv_.wait_until(g, std::min(deadline, now + kSlice));
+      cv_.wait_until(st_mu_, std::min(deadline, now + kSlice));
     }
     acquiring_ = true;
-    leftovers = state_ == LockState::kLost;
   }
-  if (leftovers) {
-    // A lost hold that nobody released: drop what it still pins.
-    c_->renewer().Remove(this);
+  {
+    // Wait for an operation already running on the lock's connections (a
+    // release, a renew); from now on every other call refuses to touch them
+    // (RefuseWhileAcquiringLocked) until this acquisition is over.
     std::lock_guard<std::mutex> op(op_mu_);
-    if (txn_open_) CommitOrRollbackTxn("ROLLBACK");
-    DropWakeName();
-    row_conn_.Reset();
+    DropLostHold();
   }
 
   Status s;
@@ -244,11 +435,17 @@ Status LockImpl::Try(int64_t wait_ms) {
   } else {
     s = LeaseAcquire(deadline, cancel_seen, &fence, &owner, &lease_deadline);
   }
+  if (Cancelled(cancel_seen)) {
+    // Cancelled, whatever else happened: a lock won in the race with the
+    // cancel is given back at once, so no binding has to undo it.
+    if (s.ok()) UndoAcquisition(owner);
+    s = CancelledStatus(Name());
+  }
   const auto now = Clock::now();
   k.wait_ms.fetch_add(static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count()));
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     acquiring_ = false;
     if (s.ok()) {
       state_ = LockState::kHeld;
@@ -258,24 +455,78 @@ Status LockImpl::Try(int64_t wait_ms) {
       acquired_at_ = opts_.mode == LockMode::kLease
                          ? lease_deadline - std::chrono::milliseconds(opts_.ttl_ms)
                          : now;
-      holder_ = std::this_thread::get_id();
+      holder_ = HolderId::Current();
       count_ = 1;
       released_ = false;
       lost_why_.clear();
+      row_watch_ = row_conn_ ? &*row_conn_ : nullptr;
     } else if (state_ == LockState::kLost) {
       state_ = LockState::kIdle;  // the old loss was reported; this is a new attempt
     }
     cv_.notify_all();
   }
+  if (s.ok() && opts_.transaction && opts_.mode == LockMode::kLease) {
+    // Acquire + begin as one step: the caller never holds a lease whose
+    // transaction failed to open.
+    Status b = Begin();
+    if (!b.ok()) {
+      (void)Release();
+      return b;
+    }
+  }
   if (s.ok()) {
     k.acquisitions.fetch_add(1);
     if (opts_.mode == LockMode::kLease && opts_.auto_renew)
-      c_->renewer().Add(this, db_key_, owner, opts_.ttl_ms, opts_.max_hold_ms, acquired_at_,
-                        lease_deadline);
+      c_->renewer().Add(this, db_key_, owner, opts_.ttl_ms, opts_.max_hold_ms,
+                        lease_deadline - std::chrono::milliseconds(opts_.ttl_ms), lease_deadline);
   } else if (s.code() == Code::kBusy) {
     k.busy.fetch_add(1);
   }
   return s;
+}
+
+void LockImpl::DropLostHold() {
+  std::string owner;
+  {
+    MutexLock g(st_mu_);
+    // HELD here means a lease that ran out by our clock (Try only acquires
+    // when the state is not HELD by the state machine's word).
+    if (!(state_ == LockState::kHeld || (state_ == LockState::kLost && !released_))) return;
+    owner = owner_;
+  }
+  c_->renewer().Remove(this);
+  if (opts_.mode == LockMode::kRow) {
+    RowUse use(this);
+    if (row_conn_) {
+      if (!row_conn_->broken()) (void)row_conn_->Query("ROLLBACK");
+      row_conn_.Reset();
+    }
+  } else {
+    if (txn_open_) (void)CommitOrRollbackTxn("ROLLBACK");
+    // Frees the row if it is still ours by the database clock; leaves it
+    // alone otherwise. Quietly: the loss was (or will be) reported already.
+    bool released = false, ours = false;
+    (void)c_->LeaseRelease(db_key_, owner, own_conn_ ? &*own_conn_ : nullptr, &released, &ours);
+    DropWakeName();
+  }
+  MutexLock g(st_mu_);
+  if (state_ == LockState::kHeld) SetLostLocked("its lease ran out before it was renewed");
+  released_ = true;
+  row_watch_ = nullptr;
+}
+
+void LockImpl::UndoAcquisition(const std::string& owner) {
+  if (opts_.mode == LockMode::kRow) {
+    if (row_conn_) {
+      if (!row_conn_->broken()) (void)row_conn_->Query("ROLLBACK");
+      row_conn_.Reset();
+    }
+  } else {
+    bool released = false, ours = false;
+    (void)c_->LeaseRelease(db_key_, owner, own_conn_ ? &*own_conn_ : nullptr, &released, &ours);
+    DropWakeName();
+  }
+  c_->waiters().Notify(db_key_);
 }
 
 Status LockImpl::GetWakeName(Conn& conn, Clock::time_point until, uint64_t cancel_seen, bool* got) {
@@ -286,9 +537,9 @@ Status LockImpl::GetWakeName(Conn& conn, Clock::time_point until, uint64_t cance
     if (left_us < 0) left_us = 0;
     int64_t slice = std::min(left_us, cap_us);
     ExecResult r;
-    server_wait_id_.store(conn.thread_id());
+    if (!EnterServerWait(conn, cancel_seen)) return CancelledStatus(Name());
     Status s = conn.Exec(c_->lease_sql().get_name, {Param::Bytes(wake_name_), Param::Int(slice)}, &r);
-    server_wait_id_.store(0);
+    LeaveServerWait();
     if (Cancelled(cancel_seen)) return CancelledStatus(Name());
     if (!s.ok()) {
       if (s.server_errno() == ER_QUERY_INTERRUPTED) continue;  // a stale cancel
@@ -305,7 +556,7 @@ Status LockImpl::GetWakeName(Conn& conn, Clock::time_point until, uint64_t cance
 void LockImpl::DropWakeName() {
   if (has_wake_name_ && own_conn_ && !own_conn_->broken()) {
     ExecResult r;
-    own_conn_->Exec(c_->lease_sql().release_name, {Param::Bytes(wake_name_)}, &r);
+    (void)own_conn_->Exec(c_->lease_sql().release_name, {Param::Bytes(wake_name_)}, &r);
   }
   has_wake_name_ = false;
   if (!txn_open_) own_conn_.Reset();
@@ -314,6 +565,7 @@ void LockImpl::DropWakeName() {
 Status LockImpl::LeaseAcquire(Clock::time_point deadline, uint64_t cancel_seen, uint64_t* fence,
                               std::string* owner, Clock::time_point* lease_deadline) {
   *owner = c_->NewOwner();
+  auto stop = [&] { return Cancelled(cancel_seen); };
   WaitQueues& wq = c_->waiters();
   const bool wake = opts_.wakeup == Wakeup::kAuto && c_->wakeup_supported();
   LeaseAttempt a;
@@ -327,7 +579,8 @@ Status LockImpl::LeaseAcquire(Clock::time_point deadline, uint64_t cancel_seen, 
   // Uncontended: one statement. When this process saw the key busy a moment
   // ago (or has threads queued on it), go straight to the queue instead.
   if (!wq.GetHint(db_key_).contended) {
-    Status s = c_->LeaseAcquire(db_key_, *owner, opts_.ttl_ms, deadline, nullptr, &a);
+    Status s = c_->LeaseAcquire(db_key_, *owner, opts_.ttl_ms, deadline, nullptr, &a, stop);
+    if (s.code() == Code::kCancelled) return CancelledStatus(Name());
     if (!s.ok()) return s;
     if (a.won) return won();
     wq.NoteBusy(db_key_, a.remaining_us);
@@ -346,7 +599,6 @@ Status LockImpl::LeaseAcquire(Clock::time_point deadline, uint64_t cancel_seen, 
     uint64_t ticket;
     ~Leave() { wq.Leave(key, ticket); }
   } leave{wq, db_key_, ticket};
-  auto stop = [&] { return Cancelled(cancel_seen); };
   int64_t backoff_us = kPollMinUs;
   bool polled = false;
   uint64_t releases_seen = 0;
@@ -358,7 +610,8 @@ Status LockImpl::LeaseAcquire(Clock::time_point deadline, uint64_t cancel_seen, 
     const auto expiry = wq.GetHint(db_key_).expiry_estimate;
     if (wake && !has_wake_name_) {
       if (!own_conn_) {
-        Status s = c_->GetConn(deadline, &own_conn_);
+        Status s = c_->GetConn(deadline, &own_conn_, stop);
+        if (s.code() == Code::kCancelled) return CancelledStatus(Name());
         if (!s.ok() && s.code() != Code::kPool) return s;  // no connection free: poll instead
       }
       if (own_conn_) {
@@ -392,7 +645,7 @@ Status LockImpl::LeaseAcquire(Clock::time_point deadline, uint64_t cancel_seen, 
     }
     releases_seen = wq.Releases(db_key_);  // a release after this wakes the next sleep
     Status s = c_->LeaseAcquire(db_key_, *owner, opts_.ttl_ms, deadline,
-                                own_conn_ ? &*own_conn_ : nullptr, &a);
+                                own_conn_ ? &*own_conn_ : nullptr, &a, stop);
     if (!s.ok()) {
       DropWakeName();
       return s;
@@ -427,13 +680,23 @@ Status LockImpl::RowAcquire(Clock::time_point deadline, uint64_t cancel_seen, ui
     return Cancelled(cancel_seen) ? CancelledStatus(Name()) : busy();
 
   PooledConn conn;
-  Status s = c_->GetConn(deadline, &conn);
+  Status s = c_->GetConn(deadline, &conn, [&] { return Cancelled(cancel_seen); });
+  if (s.code() == Code::kCancelled) return CancelledStatus(Name());
   if (!s.ok()) return s;
   bool force_check = false;
+  const auto retry_until = c_->RetryUntil(deadline);
   for (int round = 0;; ++round) {
     s = c_->EnsureRow(*conn, db_key_, force_check);
     if (s.ok()) s = conn->Query("START TRANSACTION");
-    if (!s.ok()) return s;
+    if (!s.ok()) {
+      // Nothing is held yet: a connection that failed here is replaced.
+      if (!conn->broken() || round >= 3 || Clock::now() >= retry_until) return s;
+      conn.Reset();
+      s = c_->GetConn(deadline, &conn, [&] { return Cancelled(cancel_seen); });
+      if (s.code() == Code::kCancelled) return CancelledStatus(Name());
+      if (!s.ok()) return s;
+      continue;
+    }
     bool missing = false;
     for (;;) {
       int64_t left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -447,13 +710,16 @@ Status LockImpl::RowAcquire(Clock::time_point deadline, uint64_t cancel_seen, ui
         sql = &c_->row_sql().sliced[i];
       }
       ExecResult r;
-      server_wait_id_.store(conn->thread_id());
+      if (!EnterServerWait(*conn, cancel_seen)) {
+        (void)conn->Query("ROLLBACK");
+        return CancelledStatus(Name());
+      }
       s = conn->Exec(*sql, {Param::Bytes(db_key_)}, &r);
-      server_wait_id_.store(0);
+      LeaveServerWait();
       if (s.ok()) {
         if (r.rows.size() == 1) {
           if (Cancelled(cancel_seen)) {
-            conn->Query("ROLLBACK");
+            (void)conn->Query("ROLLBACK");
             return CancelledStatus(Name());
           }
           *fence = 0;  // a row lock is its transaction: no token (see dlock.h)
@@ -466,16 +732,16 @@ Status LockImpl::RowAcquire(Clock::time_point deadline, uint64_t cancel_seen, ui
       }
       unsigned err = static_cast<unsigned>(s.server_errno());
       if (Cancelled(cancel_seen)) {
-        if (!conn->broken()) conn->Query("ROLLBACK");
+        if (!conn->broken()) (void)conn->Query("ROLLBACK");
         return CancelledStatus(Name());
       }
       if (err == ER_LOCK_WAIT_TIMEOUT || err == ER_STATEMENT_TIMEOUT || err == ER_QUERY_INTERRUPTED) {
         if (Clock::now() < deadline) continue;  // next slice
-        conn->Query("ROLLBACK");
+        (void)conn->Query("ROLLBACK");
         return busy();
       }
       if (err == ER_LOCK_DEADLOCK) break;  // rolled back by the server: start again
-      if (!conn->broken()) conn->Query("ROLLBACK");
+      if (!conn->broken()) (void)conn->Query("ROLLBACK");
       return s;
     }
     // A missing row (the UPDATE matched nothing and may have locked a gap) or
@@ -492,11 +758,14 @@ Status LockImpl::RowAcquire(Clock::time_point deadline, uint64_t cancel_seen, ui
 
 Status LockImpl::Renew() {
   if (Status s = CheckPid(); !s.ok()) return s;
+  CallScope call(this);
+  if (!call.refused().ok()) return call.refused();
   std::lock_guard<std::mutex> op(op_mu_);
   std::string owner;
   Clock::time_point acquired_at;
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
+    if (Status s = RefuseWhileAcquiringLocked("renew"); !s.ok()) return s;
     LockState st = StateLocked();
     if (st == LockState::kIdle) return Status::StateError("lock " + Name() + " is not held");
     if (st == LockState::kLost) return Status::Lost("lock " + Name() + " was lost: " + LostWhyLocked());
@@ -504,10 +773,11 @@ Status LockImpl::Renew() {
     acquired_at = acquired_at_;
   }
   if (opts_.mode == LockMode::kRow) {
+    RowUse use(this);
     Status s = row_conn_->Ping();
     if (!s.ok()) {
       row_conn_.Reset();
-      std::lock_guard<std::mutex> g(st_mu_);
+      MutexLock g(st_mu_);
       SetLostLocked("the lock's connection died (the server rolled back and released the row lock)");
       c_->counters().lost.fetch_add(1);
       return Status(Code::kLost, "lock " + Name() + " was lost: " + lost_why_, s.server_errno());
@@ -532,7 +802,7 @@ Status LockImpl::Renew() {
     const std::string why = "the lease had expired by the database clock or another owner took it";
     c_->Raise(EventType::kLost, Severity::kCritical, key_, owner, Token(),
               "renew found the lease lost: " + why);
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     SetLostLocked(why);
     c_->counters().lost.fetch_add(1);
     return Status::Lost("lock " + Name() + " was lost: " + lost_why_);
@@ -540,7 +810,7 @@ Status LockImpl::Renew() {
   c_->counters().renewals.fetch_add(1);
   const auto deadline = sent + std::chrono::milliseconds(opts_.ttl_ms);
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     if (owner_ == owner && state_ == LockState::kHeld) deadline_ = deadline;
   }
   if (opts_.auto_renew) c_->renewer().Renewed(this, sent, deadline);
@@ -554,8 +824,9 @@ Status LockImpl::CommitOrRollbackTxn(const char* how) {
   return s;
 }
 
-Status LockImpl::LeaseReleaseDb(Status* business) {
+Status LockImpl::LeaseReleaseDb(Status* business, bool* freed) {
   *business = Status::OK();
+  *freed = false;
   std::string owner = Owner();
   bool released = false, ours = false;
   Status s;
@@ -576,7 +847,7 @@ Status LockImpl::LeaseReleaseDb(Status* business) {
                            business->server_errno());
     } else {
       *business = s;
-      CommitOrRollbackTxn("ROLLBACK");
+      (void)CommitOrRollbackTxn("ROLLBACK");
       if (!business->ok() && business->code() != Code::kUnknown)
         *business = Status(business->code(), "the transaction was rolled back: " + s.message(),
                            s.server_errno());
@@ -599,6 +870,7 @@ Status LockImpl::LeaseReleaseDb(Status* business) {
   }
   DropWakeName();
   if (!s.ok()) return s;
+  *freed = released;
   if (!ours) {
     c_->Raise(EventType::kReleaseGone, Severity::kWarning, key_, owner, Token(),
               "release found the lease taken by another owner (its row was left alone)");
@@ -610,10 +882,13 @@ Status LockImpl::LeaseReleaseDb(Status* business) {
 
 Status LockImpl::Release() {
   if (Status s = CheckPid(); !s.ok()) return s;
+  CallScope call(this);
+  if (!call.refused().ok()) return call.refused();
   std::lock_guard<std::mutex> op(op_mu_);
   LockState st;
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
+    if (Status s = RefuseWhileAcquiringLocked("release"); !s.ok()) return s;
     st = StateLocked();
     if (state_ == LockState::kIdle) return Status::StateError("lock " + Name() + " is not held");
     if (state_ == LockState::kLost && released_)
@@ -630,16 +905,26 @@ Status LockImpl::Release() {
   c_->renewer().Remove(this);
   Status s;
   if (opts_.mode == LockMode::kRow) {
-    s = st == LockState::kLost ? Status::Lost("lock " + Name() + " was lost: " + lost_why_)
-                               : RowEnd("COMMIT");
-    std::lock_guard<std::mutex> g(st_mu_);
+    if (st == LockState::kLost) {
+      RowUse use(this);
+      if (row_conn_) {  // the server ended its session: nothing to end here
+        row_conn_->MarkBroken();
+        row_conn_.Reset();
+      }
+      MutexLock g(st_mu_);
+      s = Status::Lost("lock " + Name() + " was lost: " + lost_why_);
+    } else {
+      s = RowEnd("COMMIT");
+    }
+    MutexLock g(st_mu_);
     if (s.ok()) state_ = LockState::kIdle;
     count_ = 0;
     released_ = true;
     cv_.notify_all();
   } else {
     Status business;
-    s = LeaseReleaseDb(&business);
+    bool freed = false;
+    s = LeaseReleaseDb(&business, &freed);
     if (s.ok() && st == LockState::kLost)  // freed, but too late: our clock had run out
       s = Status::Lost("its lease ran out before it was renewed");
     if (s.ok() && !business.ok()) s = business;
@@ -647,11 +932,17 @@ Status LockImpl::Release() {
       c_->counters().lost.fetch_add(1);
       s = Status(Code::kLost, "lock " + Name() + " was lost before release: " + s.message());
     }
-    std::lock_guard<std::mutex> g(st_mu_);
-    if (s.ok()) {
-      state_ = LockState::kIdle;
+    MutexLock g(st_mu_);
+    // Never HELD after a release: the state says what is known.
+    if (s.ok() || (freed && s.code() != Code::kLost && s.code() != Code::kUnknown)) {
+      state_ = LockState::kIdle;  // the lease is free (the business part may have failed)
     } else if (s.code() == Code::kLost || s.code() == Code::kUnknown) {
       SetLostLocked(s.message());
+    } else {
+      SetLostLocked("the release failed (" + s.message() +
+                    "); the lease may still be held by this owner until it expires");
+      s = Status(s.code(), "lock " + Name() + ": release failed, state is LOST (the lease may "
+                           "stay taken until it expires): " + s.message(), s.server_errno());
     }
     count_ = 0;
     released_ = true;
@@ -664,13 +955,19 @@ Status LockImpl::Release() {
 
 Status LockImpl::Rollback() {
   if (Status s = CheckPid(); !s.ok()) return s;
+  CallScope call(this);
+  if (!call.refused().ok()) return call.refused();
   std::lock_guard<std::mutex> op(op_mu_);
+  {
+    MutexLock g(st_mu_);
+    if (Status s = RefuseWhileAcquiringLocked("rollback"); !s.ok()) return s;
+  }
   if (opts_.mode == LockMode::kLease) {
     if (!txn_open_) return Status::StateError("lock " + Name() + " has no open transaction (call begin first)");
     return CommitOrRollbackTxn("ROLLBACK");  // the lease stays held
   }
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     LockState st = StateLocked();
     if (st == LockState::kIdle) return Status::StateError("lock " + Name() + " is not held");
     if (st == LockState::kLost) return Status::Lost("lock " + Name() + " was lost: " + lost_why_);
@@ -679,7 +976,7 @@ Status LockImpl::Rollback() {
   // A rollback ends the transaction, so it ends every reentrant hold too.
   Status s = RowEnd("ROLLBACK");
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
     count_ = 0;
     if (s.ok()) state_ = LockState::kIdle;
     cv_.notify_all();
@@ -690,9 +987,12 @@ Status LockImpl::Rollback() {
 
 Status LockImpl::Begin() {
   if (Status s = CheckPid(); !s.ok()) return s;
+  CallScope call(this);
+  if (!call.refused().ok()) return call.refused();
   std::lock_guard<std::mutex> op(op_mu_);
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
+    if (Status s = RefuseWhileAcquiringLocked("begin"); !s.ok()) return s;
     LockState st = StateLocked();
     if (st != LockState::kHeld)
       return st == LockState::kLost ? Status::Lost("lock " + Name() + " was lost: " + lost_why_)
@@ -716,9 +1016,16 @@ Status LockImpl::Begin() {
 Status LockImpl::Exec(const std::string& sql, const std::vector<const std::string*>& params,
                       int64_t* affected) {
   if (Status s = CheckPid(); !s.ok()) return s;
+  CallScope call(this);
+  if (!call.refused().ok()) return call.refused();
+  if (const char* kw = TxnEndingStatement(sql))
+    return Status::Invalid("exec refuses " + std::string(kw) +
+                           ": it would end the lock's transaction (release commits it, rollback "
+                           "discards it)");
   std::lock_guard<std::mutex> op(op_mu_);
   {
-    std::lock_guard<std::mutex> g(st_mu_);
+    MutexLock g(st_mu_);
+    if (Status s = RefuseWhileAcquiringLocked("exec"); !s.ok()) return s;
     LockState st = StateLocked();
     if (st != LockState::kHeld)
       return st == LockState::kLost ? Status::Lost("lock " + Name() + " was lost: " + LostWhyLocked())
@@ -727,35 +1034,65 @@ Status LockImpl::Exec(const std::string& sql, const std::vector<const std::strin
   if (opts_.mode == LockMode::kLease && !txn_open_)
     return Status::StateError("exec on a lease lock needs begin() first (A7: the release then "
                               "commits with the transaction)");
-  Conn& conn = opts_.mode == LockMode::kRow ? *row_conn_ : *own_conn_;
+  const bool row = opts_.mode == LockMode::kRow;
+  std::optional<RowUse> use;
+  if (row) use.emplace(this);
+  Conn& conn = row ? *row_conn_ : *own_conn_;
   std::vector<Param> ps;
   ps.reserve(params.size());
   for (const std::string* p : params) ps.push_back(p ? Param::Text(*p) : Param::Null());
   ExecResult r;
   Status s = conn.Exec(sql, ps, &r, /*cache=*/false);
-  if (!s.ok()) {
-    if (conn.broken() && opts_.mode == LockMode::kRow) {
-      row_conn_.Reset();
-      std::lock_guard<std::mutex> g(st_mu_);
-      SetLostLocked("the lock's connection died (the server rolled back and released the row lock)");
-      c_->counters().lost.fetch_add(1);
-      return Status(Code::kLost, "lock " + Name() + " was lost: " + lost_why_ + "; " + s.message(),
-                    s.server_errno());
-    }
-    return s;
+  if (row && s.ok()) row_dirty_ = true;
+  if (conn.broken()) {
+    if (!row) return s;  // release finds out, and rolls the transaction back
+    row_conn_.Reset();
+    MutexLock g(st_mu_);
+    SetLostLocked("the lock's connection died (the server rolled back and released the row lock)");
+    c_->counters().lost.fetch_add(1);
+    return Status(Code::kLost, "lock " + Name() + " was lost: " + lost_why_ + "; " + s.message(),
+                  s.server_errno());
   }
+  // Did the statement end the transaction anyway (an implicit commit the
+  // keyword check missed, a deadlock the server answered with a rollback)?
+  // An OK reply says so in its status flags; an error reply does not, so ask.
+  bool in_txn = conn.InTransaction();
+  if (!s.ok()) {
+    ExecResult q;
+    Status t = conn.Exec("SELECT @@in_transaction", {}, &q);
+    in_txn = !t.ok() || q.rows.empty() || !q.rows[0][0] || *q.rows[0][0] != "0";
+  }
+  if (!in_txn) {
+    const std::string why = s.ok() ? "the statement ended the lock's transaction (an implicit commit)"
+                                   : "the server rolled the lock's transaction back (" + s.message() + ")";
+    if (!row) {
+      txn_open_ = false;
+      if (!has_wake_name_) own_conn_.Reset();
+      return Status(s.ok() ? Code::kState : s.code(),
+                    "lock " + Name() + ": " + why + "; the lease is still held, but what ran before "
+                    "is no longer tied to its release (begin again)", s.server_errno());
+    }
+    row_conn_.Reset();
+    MutexLock g(st_mu_);
+    SetLostLocked(why + ", which released the row lock");
+    c_->counters().lost.fetch_add(1);
+    return Status(Code::kLost, "lock " + Name() + " was lost: " + lost_why_, s.server_errno());
+  }
+  if (!s.ok()) return s;
   if (affected != nullptr) *affected = static_cast<int64_t>(r.affected);
-  if (opts_.mode == LockMode::kRow) row_dirty_ = true;
   return Status::OK();
 }
 
 Status LockImpl::WaitLost(int64_t timeout_ms) {
   if (Status s = CheckPid(); !s.ok()) return s;
+  CallScope call(this);
+  if (!call.refused().ok()) return call.refused();
+
   if (timeout_ms < 0 || timeout_ms > kMaxWaitMs)
     return Status::Invalid("timeout_ms must be 0.." + std::to_string(kMaxWaitMs));
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   const uint64_t cancel_seen = cancel_seq_.load();
-  std::unique_lock<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   for (;;) {
     LockState st = StateLocked();
     if (st == LockState::kLost) return Status::Lost("lock " + Name() + " was lost: " + LostWhyLocked());
@@ -767,19 +1104,20 @@ Status LockImpl::WaitLost(int64_t timeout_ms) {
                                         std::to_string(timeout_ms) + " ms");
     auto until = std::min(deadline, now + kSlice);
     if (st == LockState::kHeld && opts_.mode == LockMode::kLease) until = std::min(until, deadline_);
-    cv_.wait_until(g, until);
+    cv_.wait_until(st_mu_, until);
   }
 }
 
 // COMMIT or ROLLBACK the row lock's transaction and give the connection back.
 Status LockImpl::RowEnd(const char* how) {
+  RowUse use(this);
   if (!row_conn_) return Status::Lost("the lock's connection is gone");
   Status s = row_conn_->Query(how);
   const bool broken = row_conn_->broken();
-  if (!s.ok() && !broken) row_conn_->Query("ROLLBACK");  // the session lives: make sure it ends
+  if (!s.ok() && !broken) (void)row_conn_->Query("ROLLBACK");  // the session lives: make sure it ends
   row_conn_.Reset();
   if (s.ok()) return s;
-  std::lock_guard<std::mutex> g(st_mu_);
+  MutexLock g(st_mu_);
   c_->counters().lost.fetch_add(1);
   if (broken) {
     // Unknown only matters when the caller ran statements in the transaction.
@@ -895,6 +1233,14 @@ Status Lock::Open(std::shared_ptr<Client> client, const std::string& key, const 
 }
 
 Status Lock::Try(int64_t wait_ms) { return impl_->Try(wait_ms); }
+Status Lock::TryAs(uint64_t holder, int64_t wait_ms) {
+  HolderScope as(holder);
+  return impl_->Try(wait_ms);
+}
+Status Lock::ReleaseAs(uint64_t holder) {
+  HolderScope as(holder);
+  return impl_->Release();
+}
 Status Lock::Renew() { return impl_->Renew(); }
 Status Lock::Release() { return impl_->Release(); }
 Status Lock::Rollback() { return impl_->Rollback(); }
@@ -908,12 +1254,13 @@ Status Lock::Exec(const std::string& sql, const std::vector<const std::string*>&
 LockState Lock::state() const { return impl_->CurrentState(); }
 std::string Lock::owner() const { return impl_->Owner(); }
 const char* Lock::owner_cstr() const { return impl_->OwnerCstr(); }
+size_t Lock::copy_owner(char* buf, size_t cap) const { return impl_->CopyOwner(buf, cap); }
 uint64_t Lock::token() const { return impl_->Token(); }
 const std::string& Lock::key() const { return impl_->key(); }
 int64_t Lock::remaining_ms() const { return impl_->RemainingMs(); }
 int Lock::hold_count() const { return impl_->HoldCount(); }
 
-const char* Version() { return "1.0.0"; }
+const char* Version() { return DLOCK_VERSION_STRING; }
 
 const char* CodeName(int code) {
   switch (static_cast<Code>(code)) {

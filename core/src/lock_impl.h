@@ -15,9 +15,32 @@
 #include <vector>
 
 #include "client_impl.h"
+#include "thread_annotations.h"
 #include "dlock/core.hpp"
 
 namespace dlock {
+
+// Who holds a lock for reentrancy (holder=thread): the calling OS thread, or
+// an id a binding passes for the call (TryAs/ReleaseAs: a Java thread, which
+// may run on any carrier thread).
+struct HolderId {
+  bool explicit_id = false;
+  uint64_t id = 0;
+  bool operator==(const HolderId& o) const { return explicit_id == o.explicit_id && id == o.id; }
+  // The holder of the call running on this thread.
+  static HolderId Current();
+};
+
+// Sets the explicit holder for the calls this thread makes while it lives.
+class HolderScope {
+ public:
+  explicit HolderScope(uint64_t id);
+  ~HolderScope();
+
+ private:
+  bool had_;
+  uint64_t prev_;
+};
 
 class LockImpl {
  public:
@@ -37,6 +60,9 @@ class LockImpl {
   LockState CurrentState() const;
   std::string Owner() const;
   const char* OwnerCstr() const;
+  // Copies the owner id into buf (NUL-terminated, cut at cap - 1); returns
+  // its full length.
+  size_t CopyOwner(char* buf, size_t cap) const;
   uint64_t Token() const;
   const std::string& key() const { return key_; }
   int64_t RemainingMs() const;
@@ -50,11 +76,35 @@ class LockImpl {
  private:
   std::string Name() const;
   Status CheckPid() const;
-  bool IsHolderLocked() const;
-  LockState StateLocked() const;
-  std::string LostWhyLocked() const;
-  void SetLostLocked(std::string why);
+  bool IsHolderLocked() const REQUIRES(st_mu_);
+  LockState StateLocked() const REQUIRES(st_mu_);
+  std::string LostWhyLocked() const REQUIRES(st_mu_);
+  void SetLostLocked(std::string why) REQUIRES(st_mu_);
   bool Cancelled(uint64_t seen) const { return cancel_seq_.load() != seen; }
+
+  // Every public call runs inside a CallScope: the destructor (dlock_close)
+  // cancels the calls in progress and waits for them; calls that start while
+  // it closes are refused.
+  class CallScope;
+  // Refuses an operation on the lock's connections while another thread is
+  // acquiring it (that thread alone uses them then). st_mu_ held.
+  Status RefuseWhileAcquiringLocked(const char* what) const REQUIRES(st_mu_);
+  // Try, after it claimed the acquisition: frees what a hold that was lost
+  // but not released still pins (its lease row if still ours, its
+  // transaction, its connections). op_mu_ held.
+  void DropLostHold();
+  // Gives back a lock this Try won after it was cancelled.
+  void UndoAcquisition(const std::string& owner);
+  // Cancel() may abort the statement waiting on conn until LeaveServerWait.
+  // false: cancelled already, don't start it.
+  bool EnterServerWait(Conn& conn, uint64_t cancel_seen);
+  void LeaveServerWait();
+  // An op on row_conn_ marks it busy, so the watch below never reads a
+  // reply in flight as "closed by the server".
+  class RowUse;
+  // Row lock held on an idle connection: has the server closed it? Then the
+  // row lock is gone (the server rolled back): state becomes LOST. st_mu_ held.
+  void WatchRowLocked() const REQUIRES(st_mu_);
 
   // The database part of an acquisition; no mutex of ours held.
   Status LeaseAcquire(Clock::time_point deadline, uint64_t cancel_seen, uint64_t* fence,
@@ -64,7 +114,8 @@ class LockImpl {
   // when we got it.
   Status GetWakeName(Conn& conn, Clock::time_point until, uint64_t cancel_seen, bool* got);
   void DropWakeName();
-  Status LeaseReleaseDb(Status* business);
+  // *freed: the lease row is known to be free now (released by us).
+  Status LeaseReleaseDb(Status* business, bool* freed);
   Status RowEnd(const char* how);
   Status CommitOrRollbackTxn(const char* how);
 
@@ -77,20 +128,28 @@ class LockImpl {
   const pid_t pid_;
 
   std::mutex op_mu_;  // serialises Renew/Release/Rollback/Begin/Exec
-  mutable std::mutex st_mu_;
-  std::condition_variable cv_;  // state changes: acquired, released, lost
-  LockState state_ = LockState::kIdle;
-  bool acquiring_ = false;
-  std::thread::id holder_;
-  int count_ = 0;
-  bool released_ = false;  // the database side of the last hold was released
-  std::string owner_;
-  std::string lost_why_;
-  uint64_t fence_ = 0;
-  Clock::time_point acquired_at_{};
-  Clock::time_point deadline_{};
+  mutable Mutex st_mu_;
+  // State changes: acquired, released, lost, calls; waits on st_mu_.
+  mutable std::condition_variable_any cv_;
+  // Guarded by st_mu_. Mutable: the row watch turns HELD into LOST from an
+  // accessor.
+  mutable LockState state_ GUARDED_BY(st_mu_) = LockState::kIdle;
+  bool acquiring_ GUARDED_BY(st_mu_) = false;
+  int calls_ GUARDED_BY(st_mu_) = 0;         // public calls in progress
+  bool closing_ GUARDED_BY(st_mu_) = false;  // the destructor runs: refuse new calls
+  bool row_busy_ GUARDED_BY(st_mu_) = false;           // an op is using row_conn_
+  mutable Conn* row_watch_ GUARDED_BY(st_mu_) = nullptr;  // row_conn_ while held and idle
+  HolderId holder_ GUARDED_BY(st_mu_);
+  int count_ GUARDED_BY(st_mu_) = 0;
+  bool released_ GUARDED_BY(st_mu_) = false;  // the database side of the last hold was released
+  std::string owner_ GUARDED_BY(st_mu_);
+  mutable std::string lost_why_ GUARDED_BY(st_mu_);
+  uint64_t fence_ GUARDED_BY(st_mu_) = 0;
+  Clock::time_point acquired_at_ GUARDED_BY(st_mu_){};
+  Clock::time_point deadline_ GUARDED_BY(st_mu_){};
   std::atomic<uint64_t> cancel_seq_{0};
-  std::atomic<unsigned long> server_wait_id_{0};  // connection id blocked in a server wait
+  Mutex wait_mu_;
+  Conn* wait_conn_ GUARDED_BY(wait_mu_) = nullptr;  // blocked in a server wait
 
   // Connections this lock holds while it is held (owned by the op in
   // progress or by the held lock; guarded by op_mu_ / acquiring_):

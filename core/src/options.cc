@@ -40,7 +40,8 @@ const char* const kClientKeys[] = {"socket",   "pool",     "connect_timeout",   
                                    "cleanup_interval_ms", "cleanup_grace_ms", "cleanup_batch",
                                    "events"};
 const char* const kLockKeys[] = {"mode",      "ttl_ms", "auto_renew",  "max_hold_ms",
-                                 "reentrant", "holder", "shards", "shard_group", "wakeup"};
+                                 "reentrant", "holder", "shards", "shard_group", "wakeup",
+                                 "transaction"};
 
 Status ParseBool(const std::string& v, const char* what, bool* out) {
   if (v == "1" || v == "true" || v == "on" || v == "yes") *out = true;
@@ -185,6 +186,8 @@ Status ApplyLockOption(const std::string& key, const std::string& value, LockOpt
   } else if (key == "max_hold_ms") {
     if (!(s = ParseInt(value, 0, kMaxTtlMs, "max_hold_ms", &v)).ok()) return s;
     o->max_hold_ms = v;
+  } else if (key == "transaction") {
+    return ParseBool(value, "transaction", &o->transaction);
   } else if (key == "reentrant") {
     return ParseBool(value, "reentrant", &o->reentrant);
   } else if (key == "holder") {

@@ -49,6 +49,9 @@ struct LockOptions {
   bool auto_renew = false;
   int64_t max_hold_ms = 300000;  // 0 = no limit (A9: default 5 minutes)
   bool reentrant = true;
+  // Lease: each acquisition also opens its transaction (A7), as if begin
+  // followed; if that fails, the lease is released again.
+  bool transaction = false;
   Holder holder = Holder::kThread;
   int shards = 0;                // 0 = the key is the lock row itself
   std::string shard_group = "dlock-shard";

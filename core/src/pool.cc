@@ -1,5 +1,7 @@
 #include "pool.h"
 
+#include <algorithm>
+
 namespace dlock {
 
 PooledConn& PooledConn::operator=(PooledConn&& o) noexcept {
@@ -28,12 +30,16 @@ int Pool::open_count() const {
   return open_;
 }
 
-Status Pool::Get(Clock::time_point deadline, PooledConn* out) {
+Status Pool::Get(Clock::time_point deadline, PooledConn* out, const std::function<bool()>& stop) {
   std::unique_lock<std::mutex> g(mu_);
   for (;;) {
-    if (!idle_.empty()) {
+    while (!idle_.empty()) {
       std::unique_ptr<Conn> c = std::move(idle_.back());
       idle_.pop_back();
+      if (c->LooksClosed()) {  // closed by the server while idle: never hand it out
+        --open_;
+        continue;
+      }
       *out = PooledConn(this, std::move(c));
       return Status::OK();
     }
@@ -58,8 +64,11 @@ Status Pool::Get(Clock::time_point deadline, PooledConn* out) {
       *out = PooledConn(this, std::move(c));
       return Status::OK();
     }
-    if (cv_.wait_until(g, deadline) == std::cv_status::timeout && idle_.empty() &&
-        open_ >= opts_.pool) {
+    if (stop && stop()) return Status(Code::kCancelled, "cancelled while waiting for a lock connection");
+    // Sliced, so that stop() is seen without anyone notifying.
+    auto until = stop ? std::min(deadline, Clock::now() + std::chrono::milliseconds(50)) : deadline;
+    if (cv_.wait_until(g, until) == std::cv_status::timeout && Clock::now() >= deadline &&
+        idle_.empty() && open_ >= opts_.pool) {
       return Status(Code::kPool, "all " + std::to_string(opts_.pool) +
                                      " lock connections are busy (raise pool= or wait longer)");
     }
@@ -71,10 +80,12 @@ void Pool::Put(std::unique_ptr<Conn> c) {
   if (c->broken()) {
     --open_;
     c.reset();
+    open_ -= static_cast<int>(idle_.size());
+    idle_.clear();
   } else {
     idle_.push_back(std::move(c));
   }
-  cv_.notify_one();
+  cv_.notify_all();
 }
 
 }  // namespace dlock

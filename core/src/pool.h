@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -49,7 +50,14 @@ class Pool {
   ~Pool();
   // Waits until deadline for a free connection (opening one if below the
   // bound). A new connection is checked: writable, and its server facts read.
-  Status Get(Clock::time_point deadline, PooledConn* out);
+  // An idle one the server has closed meanwhile is dropped, not handed out.
+  // stop (may be empty) is polled while waiting: true ends the wait with
+  // kCancelled.
+  Status Get(Clock::time_point deadline, PooledConn* out,
+             const std::function<bool()>& stop = nullptr);
+  // A broken connection is closed, and so is every idle one: they lead to
+  // the same server, which has just failed one of them (restarted, frozen,
+  // unreachable), and trying each in turn would cost a timeout apiece.
   void Put(std::unique_ptr<Conn> c);
   int open_count() const;
   // Connections outside the pool (the watchdog's) count here too.

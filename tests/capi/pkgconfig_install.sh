@@ -51,7 +51,8 @@ echo "dlock.pc: $pc"
 # ---- pkg-config consumer ----
 export PKG_CONFIG_PATH=$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 modversion=$(pkg-config --modversion dlock) || fail "pkg-config cannot read $pc"
-[ "$modversion" = "1.0.0" ] || fail "pkg-config --modversion dlock is '$modversion', want 1.0.0"
+want=$(sed -n 's/^project(dlock VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
+[ "$modversion" = "$want" ] || fail "pkg-config --modversion dlock is '$modversion', want $want"
 flags=$(pkg-config --cflags --libs dlock) || fail "pkg-config --cflags --libs dlock failed"
 echo "pkg-config --cflags --libs dlock: $flags"
 pc_prefix=$(pkg-config --variable=prefix dlock)

@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     std::printf("OK %llu %lld\n", static_cast<unsigned long long>(lock->token()), now);
     std::fflush(stdout);
     if (mode == "hold") _exit(0);  // leave the lease in place, unreleased
-    lock->Release();
+    (void)lock->Release();
   } else {
     err(s);
   }

@@ -66,7 +66,7 @@ struct TempDir {
   dlock::Status s = dlock::Client::Open(dlock_test_url(), dlock::Config(), &client);
   if (!s.ok()) fail(10, "Client::Open: " + s.message());
   dlock::Config cfg;
-  cfg.Set("mode", mode);
+  (void)cfg.Set("mode", mode);
   std::unique_ptr<dlock::Lock> lock;
   s = dlock::Lock::Open(client, key, cfg, &lock);
   if (!s.ok()) fail(11, "Lock::Open: " + s.message());

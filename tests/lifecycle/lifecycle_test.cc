@@ -3,6 +3,7 @@
 // cleanup, release with the business commit, sharded row locks, cancel.
 // Real MariaDB, through the core's C++ facade.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <cstdio>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -128,8 +129,8 @@ TEST_CASE("a holder stopped with SIGSTOP past its lease loses it, and learns so 
     dlock::Config none;
     if (!dlock::Client::Open(dlock_test_url(), none, &c).ok()) _exit(10);
     dlock::Config cfg;
-    cfg.Set("ttl_ms", "1000");
-    cfg.Set("auto_renew", "1");
+    (void)cfg.Set("ttl_ms", "1000");
+    (void)cfg.Set("auto_renew", "1");
     std::unique_ptr<dlock::Lock> l;
     if (!dlock::Lock::Open(c, key, cfg, &l).ok() || !l->Try(0).ok()) _exit(11);
     uint64_t token = l->token();
@@ -181,7 +182,7 @@ TEST_CASE("a holder killed with SIGKILL: its lease is taken over after its ttl, 
     dlock::Config none;
     if (!dlock::Client::Open(dlock_test_url(), none, &c).ok()) _exit(10);
     dlock::Config cfg;
-    cfg.Set("ttl_ms", "2000");
+    (void)cfg.Set("ttl_ms", "2000");
     std::unique_ptr<dlock::Lock> l;
     if (!dlock::Lock::Open(c, key, cfg, &l).ok() || !l->Try(0).ok()) _exit(11);
     char ok = 'y';
@@ -462,6 +463,8 @@ TEST_CASE("cancel: a waiting Try and a WaitLost return kCancelled promptly") {
     const auto t0 = Clock::now();
     waiter->Cancel();
     CHECK(f.get() == Code::kCancelled);
+    // Printed for tests/lifecycle/repeat_cancel.sh, which runs this case many times.
+    std::printf("cancel %s: %lld ms\n", mode, static_cast<long long>(MsSince(t0)));
     CHECK(MsSince(t0) < 1000);
     // The waiter's object is usable afterwards.
     DT_CHECK_CODE(holder->Release(), Code::kOk);

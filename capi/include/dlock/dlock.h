@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 #define DLOCK_VERSION_MAJOR 1
-#define DLOCK_VERSION_MINOR 0
+#define DLOCK_VERSION_MINOR 1
 #define DLOCK_VERSION_PATCH 0
 
 /* Result codes. Positive = a non-error outcome, negative = an error. */
@@ -133,6 +133,10 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *                     ("<shard_group>:1".."<shard_group>:N"); exclusion is
  *                     then per shard, not per key (default 0 = off)
  *     shard_group     name prefix of the shard rows (default dlock-shard)
+ *     transaction     0|1: lease locks: every acquisition also opens the
+ *                     lock's transaction, as if dlock_begin followed; if
+ *                     that fails the lease is released and the error
+ *                     returned (default 0; since 1.1)
  *     wakeup          auto|poll: waiters are woken by the releasing holder
  *                     through a server-side GET_LOCK name (auto; never used
  *                     on Galera) or only poll (default auto)
@@ -152,7 +156,19 @@ typedef struct dlock_client dlock_client;
  * cfg may be NULL.
  * Thread safety: a client is safe to use from many threads at once.
  * Ownership: the caller closes it with dlock_client_close after closing every
- * lock opened on it. */
+ * lock opened on it.
+ * Connections: each lock connection raises its session wait_timeout to
+ * 8 hours (28800 s, MariaDB's default) when the server's is lower, so that a
+ * row lock, which is an open transaction on an idle connection, is not ended
+ * by a short server wait_timeout while its holder works. An idle pooled
+ * connection the server closed anyway is noticed without a round trip and
+ * replaced; after one connection fails, the other idle ones are dropped too
+ * (same server) rather than each tried in turn.
+ * Time bounds (ct = connect_timeout, rt = read_timeout, in seconds): a
+ * statement whose connection dropped is re-run on a fresh connection only
+ * while the call is younger than max(its wait, ct); so dlock_renew and
+ * dlock_release return within 2*ct + rt, dlock_try within
+ * max(wait_ms, ct) + ct + rt, even when the server stops answering. */
 DLOCK_EXPORT int dlock_client_open(dlock_client **out, const char *url,
                                    const dlock_config *cfg, dlock_error *err);
 DLOCK_EXPORT void dlock_client_close(dlock_client *client);
@@ -167,10 +183,22 @@ typedef struct dlock_lock dlock_lock;
  * Thread safety: a lock object may be shared by threads; calls on it are
  * serialised internally. Who holds it is set by the holder option: the
  * thread that acquired (default; only that thread may release) or the lock
- * object (holder=lock: any thread may release).
+ * object (holder=lock: any thread may release). While one thread is inside
+ * dlock_try acquiring it (the lock not being held), dlock_release,
+ * dlock_renew, dlock_rollback, dlock_begin and dlock_exec from other threads
+ * do not touch the connections that acquisition uses: they return
+ * DLOCK_E_LOST when the previous hold had been lost (expired, taken) and
+ * not released yet (the acquiring call frees what it left), DLOCK_E_STATE
+ * otherwise. An operation already running when the dlock_try starts
+ * finishes first.
  * Ownership: the caller closes it with dlock_close; closing a held lock
- * releases it first (best effort; a row lock is rolled back). Closing the
- * client first is allowed: it lives on until its last lock is closed. */
+ * releases it first (best effort; a row lock is rolled back). dlock_close
+ * may be called while other threads are inside calls on the lock (a
+ * finalizer, a shutdown path): it cancels them (they return
+ * DLOCK_E_CANCELLED), waits until every call has returned, then frees the
+ * lock. No call may start after dlock_close has been called: the handle is
+ * gone. Closing the client first is allowed: it lives on until its last lock
+ * is closed. */
 DLOCK_EXPORT int dlock_open(dlock_lock **out, dlock_client *client,
                             const char *key, size_t key_len,
                             const dlock_config *cfg, dlock_error *err);
@@ -185,8 +213,23 @@ DLOCK_EXPORT void dlock_close(dlock_lock *lock);
  * object waits like any other waiter. Reentrancy is per lock object: two
  * objects for one key are two holders, even in one thread.
  * The wait for a free pool connection is bounded by wait_ms, but is at least
- * 1 s, so that wait_ms=0 still gets a connection in a busy process. */
+ * 1 s, so that wait_ms=0 still gets a connection in a busy process. The
+ * whole call returns within max(wait_ms, connect_timeout) + connect_timeout +
+ * read_timeout (see dlock_client_open). A call that dlock_cancel reached
+ * returns DLOCK_E_CANCELLED whatever else happened; a lock it won in the
+ * race with the cancel is given back before it returns. */
 DLOCK_EXPORT int dlock_try(dlock_lock *lock, int64_t wait_ms, dlock_error *err);
+
+/* dlock_try and dlock_release on behalf of a holder id chosen by the caller
+ * instead of the calling OS thread, for holder=thread locks (with
+ * holder=lock the object is the holder and the id is ignored). For bindings
+ * whose threads are not OS threads: Java passes the Java thread's id, so
+ * that a virtual thread that moves between carrier threads stays the same
+ * holder. Ids only compare with ids: a plain dlock_try (the OS thread) and a
+ * dlock_try_as are different holders. Since 1.1. */
+DLOCK_EXPORT int dlock_try_as(dlock_lock *lock, uint64_t holder, int64_t wait_ms,
+                              dlock_error *err);
+DLOCK_EXPORT int dlock_release_as(dlock_lock *lock, uint64_t holder, dlock_error *err);
 
 /* Extends a held lease by its ttl, from the database's clock.
  * DLOCK_OK, or DLOCK_E_LOST (expired by the database clock or taken: the
@@ -196,7 +239,12 @@ DLOCK_EXPORT int dlock_renew(dlock_lock *lock, dlock_error *err);
 
 /* Releases the lock. DLOCK_OK, or DLOCK_E_LOST if it had already expired or
  * been taken (the other owner's row is never touched). Row lock: COMMIT.
- * DLOCK_E_STATE if not held. */
+ * DLOCK_E_STATE if not held. After a release the state is never HELD: IDLE
+ * when the lock is known to be free (also when the lease was freed but the
+ * transaction begun with dlock_begin failed: the error says so), LOST
+ * otherwise (lost, unknown, or the release itself failed: a lease then stays
+ * taken until it expires); a second release returns without touching the
+ * database. Returns within 2*connect_timeout + read_timeout. */
 DLOCK_EXPORT int dlock_release(dlock_lock *lock, dlock_error *err);
 
 /* Row lock only: ROLLBACK instead of COMMIT (the protected work failed). */
@@ -214,7 +262,17 @@ DLOCK_EXPORT int dlock_begin(dlock_lock *lock, dlock_error *err);
  * commits it together with the release. Parameters are bound as strings
  * (NULL pointer = SQL NULL). out_affected (may be NULL) receives the
  * affected-row count. No result set is returned; use it for
- * INSERT/UPDATE/DELETE. A DDL statement commits implicitly: don't. */
+ * INSERT/UPDATE/DELETE.
+ * Statements that would end the transaction are refused with
+ * DLOCK_E_INVALID before they are sent: COMMIT, ROLLBACK (ROLLBACK TO
+ * SAVEPOINT is fine), BEGIN, START TRANSACTION, XA, LOCK/UNLOCK TABLES,
+ * SET autocommit, and statements with an implicit commit (CREATE, ALTER,
+ * DROP, RENAME, TRUNCATE, GRANT, ...; CREATE/DROP TEMPORARY is fine).
+ * After every statement the server's in-transaction flag is checked: if the
+ * transaction ended anyway (a deadlock rolled it back, a procedure
+ * committed), a row lock is LOST (DLOCK_E_LOST: the server released the
+ * row), and a lease's transaction is gone (DLOCK_E_STATE, or the statement's
+ * own error; the lease stays held; call dlock_begin again). */
 DLOCK_EXPORT int dlock_exec(dlock_lock *lock, const char *sql,
                             const char *const *params, size_t nparams,
                             int64_t *out_affected, dlock_error *err);
@@ -227,21 +285,37 @@ DLOCK_EXPORT int dlock_exec(dlock_lock *lock, const char *sql,
 DLOCK_EXPORT int dlock_wait_lost(dlock_lock *lock, int64_t timeout_ms, dlock_error *err);
 
 /* Makes dlock_try / dlock_wait_lost calls running on this lock in other
- * threads return DLOCK_E_CANCELLED promptly (a server-side wait is
- * interrupted with KILL QUERY). Calls started later are not affected.
- * Thread safety: any thread. Returns DLOCK_OK, or DLOCK_E_INVALID for NULL. */
+ * threads return DLOCK_E_CANCELLED promptly. A wait on the server (the
+ * wake-up GET_LOCK, a row-lock wait) is ended by closing that connection's
+ * socket, which works even when the server does not answer; a cancel that
+ * arrives just before such a wait starts is seen when it starts. A statement
+ * that is not a wait (an acquire, renew or release round trip) is let finish,
+ * so that its outcome is known. Calls started later are not affected.
+ * Thread safety: any thread. Returns DLOCK_OK, DLOCK_E_INVALID for NULL, or
+ * DLOCK_E_FORKED in a forked child (it never acts on the parent's calls). */
 DLOCK_EXPORT int dlock_cancel(dlock_lock *lock);
 
 /* ---- accessors (never touch the network; any thread) ------------------- */
 
 /* Current state (see dlock_state_t); a held lease whose deadline passed on
- * our monotonic clock reports LOST. */
+ * our monotonic clock reports LOST. A held row lock whose connection the
+ * server closed (KILL, wait_timeout, restart: the server then rolled back
+ * and freed the row) reports LOST, noticed without a round trip; so does
+ * dlock_wait_lost, within 50 ms. */
 DLOCK_EXPORT int dlock_state(const dlock_lock *lock);
 /* 1 if held now, else 0. */
 DLOCK_EXPORT int dlock_held(const dlock_lock *lock);
 /* Owner id of the current/last acquisition ("" before the first). Owned by
- * the lock; valid until the next dlock_try or dlock_close. */
+ * the lock; valid until the next dlock_try or dlock_close. Only safe while no
+ * other thread calls dlock_try on the lock: a lock shared by threads should
+ * read its owner with dlock_owner_copy. */
 DLOCK_EXPORT const char *dlock_owner(const dlock_lock *lock);
+/* Copies the owner id into buf (buf_size bytes; cut to buf_size - 1 and
+ * NUL-terminated; buf may be NULL when buf_size is 0) and returns its full
+ * length, like snprintf: a return >= buf_size means it was cut. Owner ids are
+ * shorter than 256 bytes. Never torn by a concurrent dlock_try. Returns 0 and
+ * writes "" for a NULL lock. Since 1.1. Thread safety: any thread. */
+DLOCK_EXPORT size_t dlock_owner_copy(const dlock_lock *lock, char *buf, size_t buf_size);
 /* Lease locks: the fencing token of the current/last acquisition, strictly
  * increasing per key across releases, takeovers, crashes and server
  * restarts; 0 before the first. Row locks: always 0. A row lock is its

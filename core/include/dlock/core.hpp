@@ -33,7 +33,7 @@ enum class Code : int {
 
 const char* CodeName(int code);
 
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(Code code, std::string message, int server_errno = 0)
@@ -146,8 +146,16 @@ class Lock {
 
   LockState state() const;
   bool held() const { return state() == LockState::kHeld; }
+  // Try/Release on behalf of a holder id instead of the calling OS thread
+  // (holder=thread locks; ignored with holder=lock): for bindings whose
+  // threads move between OS threads (Java virtual threads).
+  Status TryAs(uint64_t holder, int64_t wait_ms);
+  Status ReleaseAs(uint64_t holder);
   std::string owner() const;
   const char* owner_cstr() const;  // valid until the next Try
+  // Copies the owner id into buf (cut at cap - 1, NUL-terminated); returns
+  // its full length. Safe while other threads acquire.
+  size_t copy_owner(char* buf, size_t cap) const;
   uint64_t token() const;
   const std::string& key() const;
   int64_t remaining_ms() const;

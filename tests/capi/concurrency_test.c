@@ -1,0 +1,754 @@
+/*
+ * The concurrency and robustness contract of dlock.h, through the C API,
+ * against a real MariaDB server. Built plain and under ASan/UBSan and TSan by
+ * the test command: a use-after-free or a data race fails here.
+ *   - a lock shared by threads: try racing release on a lost lease, the owner
+ *     read while another thread acquires (dlock_owner_copy)
+ *   - dlock_close while other threads are inside dlock_try / dlock_wait_lost
+ *   - dlock_cancel: prompt, also when it lands just before a server wait
+ *     starts, and while the server is frozen (SIGSTOP)
+ *   - statements that would end the lock's transaction
+ *   - a failed release never leaves "held"
+ *   - the server's wait_timeout, and connections the server closed
+ * Prints "N passed, N failed". CONC_TEST_ONLY=name,name runs only those.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "dlock/dlock.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dlock_test_env.h"
+
+static int g_passed, g_failed;
+
+#define CHECK(cond, ...)                                                \
+  do {                                                                  \
+    if (cond) {                                                         \
+      ++g_passed;                                                       \
+    } else {                                                            \
+      ++g_failed;                                                       \
+      fprintf(stderr, "FAIL %s:%d: %s -- ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                     \
+      fputc('\n', stderr);                                              \
+    }                                                                   \
+  } while (0)
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts;
+  ts.tv_sec = ms / 1000;
+  ts.tv_nsec = (ms % 1000) * 1000000L;
+  nanosleep(&ts, NULL);
+}
+
+static char g_prefix[64];
+static const char *g_url;
+
+static const char *key(char *buf, size_t n, const char *suffix) {
+  snprintf(buf, n, "%s%s", g_prefix, suffix);
+  return buf;
+}
+
+/* A client with extra options ("k=v" pairs, NULL-terminated). */
+static dlock_client *client_with(const char *const *kv) {
+  dlock_error err;
+  dlock_config *cfg = NULL;
+  dlock_client *c = NULL;
+  dlock_config_new(&cfg, NULL);
+  for (; kv != NULL && kv[0] != NULL; kv += 2) dlock_config_set(cfg, kv[0], kv[1], NULL);
+  int rc = dlock_client_open(&c, g_url, cfg, &err);
+  dlock_config_free(cfg);
+  CHECK(rc == DLOCK_OK, "client_open: %s", err.message);
+  return rc == DLOCK_OK ? c : NULL;
+}
+
+static dlock_lock *lock_with(dlock_client *c, const char *k, const char *const *kv) {
+  dlock_error err;
+  dlock_config *cfg = NULL;
+  dlock_lock *l = NULL;
+  dlock_config_new(&cfg, NULL);
+  for (; kv != NULL && kv[0] != NULL; kv += 2) dlock_config_set(cfg, kv[0], kv[1], NULL);
+  int rc = dlock_open(&l, c, k, strlen(k), cfg, &err);
+  dlock_config_free(cfg);
+  CHECK(rc == DLOCK_OK, "dlock_open(%s): %s", k, err.message);
+  return rc == DLOCK_OK ? l : NULL;
+}
+
+/* Runs SQL as root on the fixture server (0 = ok). */
+static int admin_sql(const char *sql) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "'%s/scripts/db.sh' sql '%s' -N -e \"%s\" >/dev/null 2>&1",
+           dlock_test_source_dir(), dlock_test_db_dir(), sql);
+  return system(cmd);
+}
+
+/* KILLs every idle (Sleep) session on the fixture server, as its
+ * wait_timeout or an operator would; returns how many. */
+static int kill_idle_connections(void) {
+  char cmd[4096];
+  const char *src = dlock_test_source_dir(), *dir = dlock_test_db_dir();
+  snprintf(cmd, sizeof cmd,
+           "n=0; for i in $('%s/scripts/db.sh' sql '%s' -N -e \"SELECT id FROM "
+           "information_schema.PROCESSLIST WHERE command = 'Sleep' AND id <> CONNECTION_ID()\"); "
+           "do '%s/scripts/db.sh' sql '%s' -e \"KILL $i\" 2>/dev/null && n=$((n+1)); done; "
+           "exit $((n > 100 ? 100 : n))",
+           src, dir, src, dir);
+  int rc = system(cmd);
+  return rc >= 0 && WIFEXITED(rc) ? WEXITSTATUS(rc) : 0;
+}
+
+static pid_t server_pid(void) {
+  char path[1024];
+  long pid = 0;
+  snprintf(path, sizeof path, "%s/mariadbd.pid", dlock_test_db_dir());
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return 0;
+  if (fscanf(f, "%ld", &pid) != 1) pid = 0;
+  fclose(f);
+  return (pid_t)pid;
+}
+
+static uint64_t counter(dlock_client *c, const char *name) {
+  uint64_t v = 0;
+  dlock_client_counter(c, name, &v, NULL);
+  return v;
+}
+
+/* ---- 1. try racing release on a shared lock whose lease ran out --------- */
+
+struct race {
+  dlock_lock *l;
+  pthread_barrier_t *go;
+  int rc;
+};
+
+static void *race_try(void *p) {
+  struct race *r = p;
+  dlock_error err;
+  pthread_barrier_wait(r->go);
+  r->rc = dlock_try(r->l, 100, &err);
+  return NULL;
+}
+
+static void *race_release(void *p) {
+  struct race *r = p;
+  dlock_error err;
+  pthread_barrier_wait(r->go);
+  r->rc = dlock_release(r->l, &err);
+  return NULL;
+}
+
+static void test_try_release_race(dlock_client *c, const char *mode) {
+  char k[128];
+  char suffix[32];
+  snprintf(suffix, sizeof suffix, "race-%s", mode);
+  const char *opts[] = {"holder", "lock", "ttl_ms", "40", "mode", mode, NULL};
+  dlock_lock *l = lock_with(c, key(k, sizeof k, suffix), opts);
+  dlock_client *other = client_with(NULL);
+  dlock_lock *o = lock_with(other, k, (const char *const[]){"mode", mode, NULL});
+  if (l == NULL || o == NULL) return;
+  const int rounds = 150;
+  int bad = 0, held_ok = 0;
+  for (int i = 0; i < rounds; ++i) {
+    dlock_error err;
+    if (dlock_try(l, 2000, &err) != DLOCK_OK) {
+      ++bad;
+      fprintf(stderr, "round %d: try: %s\n", i, err.message);
+      continue;
+    }
+    if (strcmp(mode, "lease") == 0) {
+      /* Let the lease run out by our clock: state LOST, not yet released. */
+      int64_t until = now_ms() + 2000;
+      while (dlock_state(l) != DLOCK_STATE_LOST && now_ms() < until) sleep_ms(2);
+    }
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, 2);
+    struct race a = {l, &go, 0}, b = {l, &go, 0};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, race_try, &a);
+    pthread_create(&tb, NULL, race_release, &b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    pthread_barrier_destroy(&go);
+    /* try: OK (taken again) or, in row mode, it was reentrant (OK too).
+     * release: OK, LOST (the lease ran out), STATE (another thread is
+     * acquiring it / not held). Never anything else. */
+    if (!(a.rc == DLOCK_OK || a.rc == DLOCK_BUSY)) {
+      ++bad;
+      fprintf(stderr, "round %d: try returned %s\n", i, dlock_code_name(a.rc));
+    }
+    if (!(b.rc == DLOCK_OK || b.rc == DLOCK_E_LOST || b.rc == DLOCK_E_STATE)) {
+      ++bad;
+      fprintf(stderr, "round %d: release returned %s\n", i, dlock_code_name(b.rc));
+    }
+    if (dlock_held(l)) {
+      ++held_ok;
+      /* Held means held: nobody else gets it while l still says so (the
+       * lease may run out meanwhile, so ask l again after o's try). */
+      if (i % 10 == 0 && dlock_try(o, 0, &err) == DLOCK_OK) {
+        if (dlock_held(l)) {
+          ++bad;
+          fprintf(stderr, "round %d: l says held, but another client took the key\n", i);
+        }
+        dlock_release(o, NULL);
+      }
+      while (dlock_held(l) && dlock_release(l, NULL) == DLOCK_OK) {
+      }
+    }
+    if (dlock_state(l) == DLOCK_STATE_LOST) dlock_release(l, NULL);
+  }
+  CHECK(bad == 0, "%s: %d bad rounds of %d", mode, bad, rounds);
+  CHECK(held_ok > 0, "%s: the racing try never won", mode);
+  /* Afterwards the key is free for others. */
+  dlock_error err;
+  CHECK(dlock_try(o, 3000, &err) == DLOCK_OK, "%s: key not free afterwards: %s", mode,
+        err.message);
+  dlock_release(o, NULL);
+  dlock_close(o);
+  dlock_close(l);
+  dlock_client_close(other);
+}
+
+/* ---- 2. close while other threads are inside calls ------------------------ */
+
+struct inside {
+  dlock_lock *l;
+  int which; /* 0 try, 1 wait_lost */
+  volatile int started;
+  int rc;
+  int64_t returned_at;
+};
+
+static void *inside_call(void *p) {
+  struct inside *in = p;
+  dlock_error err;
+  __atomic_store_n(&in->started, 1, __ATOMIC_SEQ_CST);
+  in->rc = in->which == 0 ? dlock_try(in->l, 20000, &err) : dlock_wait_lost(in->l, 20000, &err);
+  in->returned_at = now_ms();
+  return NULL;
+}
+
+static void test_close_in_use(dlock_client *c, const char *mode) {
+  char k[128], suffix[32];
+  snprintf(suffix, sizeof suffix, "close-%s", mode);
+  key(k, sizeof k, suffix);
+  dlock_lock *holder = lock_with(c, k, (const char *const[]){"mode", mode, NULL});
+  dlock_error err;
+  if (holder == NULL) return;
+  for (int variant = 0; variant < 6; ++variant) {
+    int which = variant % 2;            /* try, wait_lost */
+    int cancel_first = variant >= 4;    /* dlock_cancel, then dlock_close */
+    dlock_lock *l = lock_with(c, k, (const char *const[]){"mode", mode, "holder", "lock", NULL});
+    if (l == NULL) return;
+    if (which == 0) {
+      CHECK(dlock_try(holder, 0, &err) == DLOCK_OK, "holder try: %s", err.message);
+    } else {
+      /* 2 s, not 0: a waiter cancelled by the previous variant may still be
+       * queued on the server for a moment (its socket is closed, the server
+       * notices at its next read). */
+      CHECK(dlock_try(l, 2000, &err) == DLOCK_OK, "try: %s", err.message);
+    }
+    struct inside in = {l, which, 0, 99, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, inside_call, &in);
+    while (!__atomic_load_n(&in.started, __ATOMIC_SEQ_CST)) sleep_ms(1);
+    sleep_ms(20 + 40 * (variant / 2)); /* well inside the call: 20..100 ms */
+    int64_t t0 = now_ms();
+    if (cancel_first) dlock_cancel(l);
+    dlock_close(l); /* must cancel and wait, not free under the other thread */
+    int64_t close_ms = now_ms() - t0;
+    pthread_join(t, NULL);
+    CHECK(in.rc == DLOCK_E_CANCELLED, "%s variant %d: the call returned %s", mode, variant,
+          dlock_code_name(in.rc));
+    CHECK(close_ms < 3000, "%s variant %d: close took %lld ms", mode, variant,
+          (long long)close_ms);
+    CHECK(in.returned_at - t0 < 3000, "%s variant %d: the call ended %lld ms after close", mode,
+          variant, (long long)(in.returned_at - t0));
+    if (which == 0) {
+      CHECK(dlock_release(holder, &err) == DLOCK_OK, "holder release: %s", err.message);
+    } else {
+      /* close released the lock it held: the key is free */
+      CHECK(dlock_try(holder, 2000, &err) == DLOCK_OK, "%s: key not freed by close: %s", mode,
+            err.message);
+      dlock_release(holder, NULL);
+    }
+  }
+  dlock_close(holder);
+}
+
+/* ---- 3. the owner, read while another thread acquires ---------------------- */
+
+#define MAX_OWNERS 4096
+struct owners {
+  dlock_lock *l;
+  volatile int stop;
+  char (*seen)[256];
+  int n;
+};
+
+static void *owner_cycler(void *p) {
+  struct owners *o = p;
+  while (!__atomic_load_n(&o->stop, __ATOMIC_SEQ_CST) && o->n < MAX_OWNERS) {
+    if (dlock_try(o->l, 1000, NULL) == DLOCK_OK) {
+      dlock_owner_copy(o->l, o->seen[o->n], 256);
+      __atomic_add_fetch(&o->n, 1, __ATOMIC_SEQ_CST);
+      dlock_release(o->l, NULL);
+    }
+  }
+  return NULL;
+}
+
+static void test_owner_copy(dlock_client *c, const char *mode) {
+  char k[128], suffix[32];
+  snprintf(suffix, sizeof suffix, "owner-%s", mode);
+  dlock_lock *l = lock_with(c, key(k, sizeof k, suffix),
+                            (const char *const[]){"mode", mode, "holder", "lock", NULL});
+  if (l == NULL) return;
+  static char seen[MAX_OWNERS][256];
+  static char read_back[2048][256];
+  struct owners o = {l, 0, seen, 0};
+  pthread_t t;
+  pthread_create(&t, NULL, owner_cycler, &o);
+  int reads = 0;
+  int64_t until = now_ms() + 1500;
+  while (now_ms() < until && reads < 2048) {
+    char buf[256];
+    size_t n = dlock_owner_copy(l, buf, sizeof buf);
+    if (n > 0) {
+      CHECK(n == strlen(buf), "length %zu vs copied %zu", n, strlen(buf));
+      memcpy(read_back[reads++], buf, sizeof buf);
+    }
+    sleep_ms(0);
+  }
+  __atomic_store_n(&o.stop, 1, __ATOMIC_SEQ_CST);
+  pthread_join(t, NULL);
+  int torn = 0;
+  for (int i = 0; i < reads; ++i) {
+    int found = 0;
+    for (int j = 0; j < o.n && !found; ++j) found = strcmp(read_back[i], seen[j]) == 0;
+    if (!found) {
+      /* the owner of an acquisition whose copy the cycler had not stored yet
+       * can only be the very last one */
+      char last[256];
+      dlock_owner_copy(l, last, sizeof last);
+      if (strcmp(read_back[i], last) != 0) ++torn;
+    }
+  }
+  CHECK(o.n > 10, "%s: only %d acquisitions", mode, o.n);
+  CHECK(torn == 0, "%s: %d of %d owner reads were not an owner the lock ever had", mode, torn,
+        reads);
+  char tiny[8];
+  size_t full = dlock_owner_copy(l, tiny, sizeof tiny);
+  CHECK(full > 7 && strlen(tiny) == 7, "cut copy: full %zu, copied %zu", full, strlen(tiny));
+  CHECK(dlock_owner_copy(NULL, tiny, sizeof tiny) == 0 && tiny[0] == '\0', "NULL lock");
+  CHECK(dlock_owner_copy(l, NULL, 0) == full, "size query");
+  dlock_close(l);
+}
+
+/* ---- 4. statements that would end the lock's transaction ------------------- */
+
+static void test_txn_enders(dlock_client *c) {
+  char k[128];
+  dlock_error err;
+  dlock_lock *l = lock_with(c, key(k, sizeof k, "enders"), (const char *const[]){"mode", "row", NULL});
+  dlock_client *other = client_with(NULL);
+  dlock_lock *o = lock_with(other, k, (const char *const[]){"mode", "row", NULL});
+  if (l == NULL || o == NULL) return;
+  CHECK(dlock_try(l, 0, &err) == DLOCK_OK, "try: %s", err.message);
+  const char *refused[] = {"COMMIT", "  rollback", "/* c */ COMMIT WORK", "-- x\nBEGIN",
+                           "START TRANSACTION", "create table capi_x (i int)",
+                           "DROP TABLE IF EXISTS capi_x", "TRUNCATE capi_biz",
+                           "SET autocommit = 1", "set session AUTOCOMMIT=1", "LOCK TABLES t WRITE",
+                           "xa start 'x'", NULL};
+  for (const char *const *q = refused; *q != NULL; ++q) {
+    int rc = dlock_exec(l, *q, NULL, 0, NULL, &err);
+    CHECK(rc == DLOCK_E_INVALID, "exec(%s) returned %s: %s", *q, dlock_code_name(rc), err.message);
+  }
+  CHECK(dlock_held(l) == 1, "refused statements lost the lock");
+  CHECK(dlock_try(o, 0, &err) == DLOCK_BUSY, "another client got the row: %s",
+        dlock_code_name(dlock_try(o, 0, NULL)));
+  /* Savepoints keep the transaction. */
+  CHECK(dlock_exec(l, "SAVEPOINT s1", NULL, 0, NULL, &err) == DLOCK_OK, "savepoint: %s", err.message);
+  CHECK(dlock_exec(l, "ROLLBACK TO SAVEPOINT s1", NULL, 0, NULL, &err) == DLOCK_OK,
+        "rollback to savepoint: %s", err.message);
+  CHECK(dlock_held(l) == 1, "savepoint lost the lock");
+  /* What the keyword check misses, the server's in-transaction flag catches:
+   * an executable comment that commits. */
+  int rc = dlock_exec(l, "/*!COMMIT*/", NULL, 0, NULL, &err);
+  CHECK(rc == DLOCK_E_LOST, "exec(/*!COMMIT*/) returned %s: %s", dlock_code_name(rc), err.message);
+  CHECK(dlock_state(l) == DLOCK_STATE_LOST, "state after the transaction ended: %d", dlock_state(l));
+  CHECK(dlock_try(o, 2000, &err) == DLOCK_OK, "the row was free, but: %s", err.message);
+  rc = dlock_rollback(l, &err);
+  CHECK(rc == DLOCK_E_LOST, "rollback after the loss returned %s", dlock_code_name(rc));
+  dlock_release(o, NULL);
+  dlock_release(l, NULL);
+
+  /* A lease transaction: refused the same way; an ended one is reported. */
+  dlock_lock *ls = lock_with(c, key(k, sizeof k, "enders-lease"), NULL);
+  if (ls == NULL) return;
+  CHECK(dlock_try(ls, 0, &err) == DLOCK_OK, "lease try: %s", err.message);
+  CHECK(dlock_begin(ls, &err) == DLOCK_OK, "begin: %s", err.message);
+  CHECK(dlock_exec(ls, "COMMIT", NULL, 0, NULL, &err) == DLOCK_E_INVALID, "lease COMMIT not refused");
+  rc = dlock_exec(ls, "/*!COMMIT*/", NULL, 0, NULL, &err);
+  CHECK(rc == DLOCK_E_STATE, "lease /*!COMMIT*/ returned %s: %s", dlock_code_name(rc), err.message);
+  CHECK(dlock_held(ls) == 1, "the lease must stay held");
+  CHECK(dlock_release(ls, &err) == DLOCK_OK, "lease release: %s", err.message);
+  dlock_close(ls);
+
+  /* transaction=1: acquire and begin as one step; release commits both. */
+  admin_sql("CREATE TABLE IF NOT EXISTS test.conc_biz (id INT PRIMARY KEY, v INT)");
+  dlock_lock *lt = lock_with(c, key(k, sizeof k, "txn-opt"), (const char *const[]){"transaction", "1", NULL});
+  if (lt != NULL) {
+    CHECK(dlock_try(lt, 0, &err) == DLOCK_OK, "try: %s", err.message);
+    rc = dlock_exec(lt, "INSERT INTO conc_biz VALUES (?, 7) ON DUPLICATE KEY UPDATE v = 7",
+                    (const char *const[]){"2"}, 1, NULL, &err);
+    CHECK(rc == DLOCK_OK, "exec without begin on transaction=1: %s", err.message);
+    CHECK(dlock_begin(lt, &err) == DLOCK_E_STATE, "begin twice must say the transaction is open");
+    CHECK(dlock_release(lt, &err) == DLOCK_OK, "release: %s", err.message);
+    dlock_close(lt);
+  }
+  dlock_close(l);
+  dlock_close(o);
+  dlock_client_close(other);
+}
+
+/* ---- 5. a failed release in a transaction (server restart) ---------------- */
+
+static void restart_server(void) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "'%s/scripts/db.sh' restart '%s' >/dev/null", dlock_test_source_dir(),
+           dlock_test_db_dir());
+  int rc = system(cmd);
+  CHECK(rc == 0, "server restart failed (%d)", rc);
+}
+
+static void test_failed_release(dlock_client *c) {
+  char k[128];
+  dlock_error err;
+  dlock_lock *l = lock_with(c, key(k, sizeof k, "failrel"), NULL);
+  if (l == NULL) return;
+  admin_sql("CREATE TABLE IF NOT EXISTS test.conc_biz (id INT PRIMARY KEY, v INT)");
+  CHECK(dlock_try(l, 0, &err) == DLOCK_OK, "try: %s", err.message);
+  CHECK(dlock_begin(l, &err) == DLOCK_OK, "begin: %s", err.message);
+  CHECK(dlock_exec(l, "INSERT INTO conc_biz VALUES (?, 1) ON DUPLICATE KEY UPDATE v = v + 1",
+                   (const char *const[]){"1"}, 1, NULL, &err) == DLOCK_OK,
+        "exec: %s", err.message);
+  restart_server();
+  int rc = dlock_release(l, &err);
+  CHECK(rc != DLOCK_OK, "release after the restart cannot have committed the transaction");
+  CHECK(dlock_held(l) == 0 && dlock_state(l) != DLOCK_STATE_HELD,
+        "after a failed release the lock says held (state %d, rc %s: %s)", dlock_state(l),
+        dlock_code_name(rc), err.message);
+  /* Someone else can take it, and only one of us says held. */
+  dlock_client *other = client_with(NULL);
+  dlock_lock *o = other ? lock_with(other, k, NULL) : NULL;
+  if (o != NULL) {
+    CHECK(dlock_try(o, 35000, &err) == DLOCK_OK, "other: %s", err.message);
+    CHECK(!(dlock_held(o) && dlock_held(l)), "both say held");
+    dlock_event ev;
+    while (dlock_client_next_event(c, &ev, 0, NULL) == DLOCK_OK) {
+    }
+    rc = dlock_release(l, &err);
+    CHECK(rc == DLOCK_E_STATE || rc == DLOCK_E_LOST, "second release returned %s",
+          dlock_code_name(rc));
+    int gone = 0;
+    while (dlock_client_next_event(c, &ev, 0, NULL) == DLOCK_OK)
+      gone += ev.type == DLOCK_EVENT_RELEASE_GONE;
+    CHECK(gone == 0, "second release raised %d RELEASE_GONE events", gone);
+    CHECK(dlock_held(o) == 1, "other lost it to our second release");
+    dlock_release(o, NULL);
+    dlock_close(o);
+  }
+  dlock_client_close(other);
+  dlock_close(l);
+}
+
+/* ---- 6. cancel: prompt, and never lost in the gap before a server wait ---- */
+
+struct waiter {
+  dlock_lock *l;
+  int rc;
+  int64_t returned_at;
+  volatile int started;
+};
+
+static void *waiter_try(void *p) {
+  struct waiter *w = p;
+  __atomic_store_n(&w->started, 1, __ATOMIC_SEQ_CST);
+  w->rc = dlock_try(w->l, 20000, NULL);
+  w->returned_at = now_ms();
+  return NULL;
+}
+
+static void test_cancel_race(const char *mode) {
+  char k[128], suffix[32];
+  snprintf(suffix, sizeof suffix, "cancel-%s", mode);
+  key(k, sizeof k, suffix);
+  dlock_client *hc = client_with(NULL);
+  dlock_client *wc = client_with(NULL);
+  dlock_lock *h = hc ? lock_with(hc, k, (const char *const[]){"mode", mode, NULL}) : NULL;
+  dlock_lock *w = wc ? lock_with(wc, k, (const char *const[]){"mode", mode, "holder", "lock", NULL})
+                     : NULL;
+  dlock_error err;
+  if (h == NULL || w == NULL) return;
+  CHECK(dlock_try(h, 0, &err) == DLOCK_OK, "holder: %s", err.message);
+  const int rounds = 100;
+  int64_t slowest = 0, total = 0;
+  int not_cancelled = 0;
+  unsigned seed = (unsigned)getpid();
+  for (int i = 0; i < rounds; ++i) {
+    struct waiter wt = {w, 99, 0, 0};
+    uint64_t sent0 = counter(wc, "statements");
+    pthread_t t;
+    pthread_create(&t, NULL, waiter_try, &wt);
+    /* Inside the call for sure once it sent its first statement; then cancel
+     * at a random point of the way to (or into) the server-side wait. */
+    int64_t until = now_ms() + 5000;
+    while (counter(wc, "statements") == sent0 && now_ms() < until) {
+    }
+    seed = seed * 1103515245u + 12345u;
+    long delay_us = (long)((seed >> 8) % 3000);
+    struct timespec ts = {0, delay_us * 1000L};
+    nanosleep(&ts, NULL);
+    int64_t t0 = now_ms();
+    dlock_cancel(w);
+    pthread_join(t, NULL);
+    int64_t took = wt.returned_at - t0;
+    if (took > slowest) slowest = took;
+    total += took;
+    if (wt.rc != DLOCK_E_CANCELLED) ++not_cancelled;
+    if (wt.rc == DLOCK_OK) dlock_release(w, NULL);
+  }
+  printf("cancel %s: %d rounds, slowest %lld ms, mean %.1f ms\n", mode, rounds,
+         (long long)slowest, (double)total / rounds);
+  CHECK(not_cancelled == 0, "%s: %d waits were not cancelled", mode, not_cancelled);
+  CHECK(slowest < 1000, "%s: slowest cancel took %lld ms", mode, (long long)slowest);
+  dlock_release(h, NULL);
+  dlock_close(w);
+  dlock_close(h);
+  dlock_client_close(wc);
+  dlock_client_close(hc);
+}
+
+/* ---- 7. a frozen server: bounded calls, prompt cancel ----------------------- */
+
+static void test_frozen_server(void) {
+  pid_t pid = server_pid();
+  if (pid <= 0) return;
+  char k[128];
+  dlock_error err;
+  /* ct 1 s, rt 2 s: renew/release within 2*ct + rt = 4 s, try(0) within 4 s. */
+  const char *opts[] = {"connect_timeout", "1", "read_timeout", "2", "pool", "4", NULL};
+  dlock_client *c = client_with(opts);
+  dlock_client *hc = client_with(NULL);
+  if (c == NULL || hc == NULL) return;
+  dlock_lock *held = lock_with(c, key(k, sizeof k, "frozen-held"), NULL);
+  dlock_lock *busy_h = lock_with(hc, key(k, sizeof k, "frozen-busy"), (const char *const[]){"mode", "row", NULL});
+  dlock_lock *busy_w = lock_with(c, k, (const char *const[]){"mode", "row", "holder", "lock", NULL});
+  dlock_lock *fresh = lock_with(c, key(k, sizeof k, "frozen-fresh"), NULL);
+  if (!held || !busy_h || !busy_w || !fresh) return;
+  CHECK(dlock_try(held, 0, &err) == DLOCK_OK, "try: %s", err.message);
+  CHECK(dlock_try(busy_h, 0, &err) == DLOCK_OK, "row holder: %s", err.message);
+  /* Warm the pool: several idle connections that will all hang. */
+  CHECK(dlock_renew(held, &err) == DLOCK_OK, "renew: %s", err.message);
+  struct waiter wt = {busy_w, 99, 0, 0};
+  pthread_t t;
+  pthread_create(&t, NULL, waiter_try, &wt);
+  while (!__atomic_load_n(&wt.started, __ATOMIC_SEQ_CST)) sleep_ms(1);
+  sleep_ms(300); /* in its row-lock wait */
+  kill(pid, SIGSTOP);
+  int64_t t0 = now_ms();
+  dlock_cancel(busy_w);
+  pthread_join(t, NULL);
+  int64_t cancel_ms = wt.returned_at - t0;
+  CHECK(wt.rc == DLOCK_E_CANCELLED, "frozen: waiting try returned %s", dlock_code_name(wt.rc));
+  CHECK(cancel_ms < 1000, "frozen: cancel took %lld ms", (long long)cancel_ms);
+  t0 = now_ms();
+  int rc = dlock_renew(held, &err);
+  int64_t renew_ms = now_ms() - t0;
+  CHECK(rc != DLOCK_OK, "renew on a frozen server returned OK");
+  CHECK(renew_ms < 4000 + 1500, "frozen: renew took %lld ms (%s)", (long long)renew_ms, err.message);
+  t0 = now_ms();
+  rc = dlock_try(fresh, 0, &err);
+  int64_t try_ms = now_ms() - t0;
+  CHECK(rc != DLOCK_OK, "try on a frozen server returned OK");
+  CHECK(try_ms < 4000 + 1500, "frozen: try(0) took %lld ms (%s)", (long long)try_ms, err.message);
+  kill(pid, SIGCONT);
+  printf("frozen server: cancel %lld ms, renew %lld ms, try(0) %lld ms\n", (long long)cancel_ms,
+         (long long)renew_ms, (long long)try_ms);
+  /* Back to normal: the client recovers on fresh connections. */
+  int ok = 0;
+  int64_t until = now_ms() + 10000;
+  while (!ok && now_ms() < until) ok = dlock_try(fresh, 1000, &err) == DLOCK_OK;
+  CHECK(ok, "after SIGCONT: %s", err.message);
+  dlock_release(fresh, NULL);
+  dlock_release(held, NULL);
+  dlock_release(busy_h, NULL);
+  dlock_close(fresh);
+  dlock_close(busy_w);
+  dlock_close(busy_h);
+  dlock_close(held);
+  dlock_client_close(hc);
+  dlock_client_close(c);
+}
+
+/* ---- 8. the server's wait_timeout, and connections the server closed ------- */
+
+static void test_wait_timeout(void) {
+  char k[128];
+  dlock_error err;
+  CHECK(admin_sql("SET GLOBAL wait_timeout = 2") == 0, "SET GLOBAL wait_timeout");
+  dlock_client *c = client_with(NULL);
+  dlock_client *other = client_with(NULL);
+  dlock_lock *l = c ? lock_with(c, key(k, sizeof k, "wt"), (const char *const[]){"mode", "row", NULL}) : NULL;
+  dlock_lock *o = other ? lock_with(other, k, (const char *const[]){"mode", "row", NULL}) : NULL;
+  if (l && o) {
+    CHECK(dlock_try(l, 0, &err) == DLOCK_OK, "try: %s", err.message);
+    sleep_ms(4000); /* twice the server's wait_timeout, idle */
+    CHECK(dlock_state(l) == DLOCK_STATE_HELD, "row lock lost to wait_timeout");
+    CHECK(dlock_try(o, 0, &err) == DLOCK_BUSY, "another client got the row after wait_timeout");
+    CHECK(dlock_release(l, &err) == DLOCK_OK, "release: %s", err.message);
+  }
+  admin_sql("SET GLOBAL wait_timeout = 28800");
+  if (!l || !o) return;
+
+  /* Idle pooled connections the server closed: replaced, the call succeeds. */
+  CHECK(dlock_try(l, 0, &err) == DLOCK_OK, "try: %s", err.message);
+  CHECK(dlock_release(l, &err) == DLOCK_OK, "release: %s", err.message);
+  CHECK(kill_idle_connections() > 0, "no idle connection to kill");
+  sleep_ms(100);
+  CHECK(dlock_try(l, 0, &err) == DLOCK_OK, "try after the server closed the pooled connections: %s",
+        err.message);
+
+  /* A held row lock whose connection the server closes: LOST, promptly. */
+  CHECK(kill_idle_connections() > 0, "no idle connection to kill");
+  int64_t t0 = now_ms();
+  int rc = dlock_wait_lost(l, 5000, &err);
+  int64_t took = now_ms() - t0;
+  CHECK(rc == DLOCK_E_LOST, "wait_lost after the connection was killed: %s", dlock_code_name(rc));
+  CHECK(took < 2000, "loss noticed after %lld ms", (long long)took);
+  CHECK(dlock_state(l) == DLOCK_STATE_LOST, "state %d", dlock_state(l));
+  CHECK(dlock_try(o, 2000, &err) == DLOCK_OK, "the row is free: %s", err.message);
+  CHECK(dlock_release(l, &err) == DLOCK_E_LOST, "release of the lost row lock");
+  dlock_release(o, NULL);
+  dlock_close(o);
+  dlock_close(l);
+  dlock_client_close(other);
+  dlock_client_close(c);
+}
+
+/* ---- 9. a holder id passed by the caller (dlock_try_as) ------------------- */
+
+struct as_call {
+  dlock_lock *l;
+  uint64_t holder;
+  int release; /* 0 try, 1 release */
+  int rc;
+};
+
+static void *as_thread(void *p) {
+  struct as_call *a = p;
+  a->rc = a->release ? dlock_release_as(a->l, a->holder, NULL) : dlock_try_as(a->l, a->holder, 0, NULL);
+  return NULL;
+}
+
+static int as_on_new_thread(dlock_lock *l, uint64_t holder, int release) {
+  struct as_call a = {l, holder, release, 99};
+  pthread_t t;
+  pthread_create(&t, NULL, as_thread, &a);
+  pthread_join(t, NULL);
+  return a.rc;
+}
+
+static void test_holder_ids(dlock_client *c) {
+  char k[128];
+  dlock_error err;
+  for (int m = 0; m < 2; ++m) {
+    const char *mode = m ? "row" : "lease";
+    key(k, sizeof k, m ? "as-row" : "as-lease");
+    dlock_lock *l = lock_with(c, k, (const char *const[]){"mode", mode, NULL});
+    if (l == NULL) return;
+    /* Holder 42 on one OS thread, then on another: the same holder. */
+    CHECK(as_on_new_thread(l, 42, 0) == DLOCK_OK, "%s: try_as(42)", mode);
+    CHECK(as_on_new_thread(l, 42, 0) == DLOCK_OK, "%s: try_as(42) from another OS thread", mode);
+    CHECK(dlock_hold_count(l) == 2, "%s: hold count %d", mode, dlock_hold_count(l));
+    /* Other holders are kept out: another id, and a plain OS-thread call. */
+    CHECK(dlock_try_as(l, 7, 0, &err) == DLOCK_BUSY, "%s: holder 7 got in", mode);
+    CHECK(dlock_try(l, 0, &err) == DLOCK_BUSY, "%s: the OS thread got in", mode);
+    CHECK(dlock_release_as(l, 7, &err) == DLOCK_E_STATE, "%s: holder 7 released", mode);
+    CHECK(dlock_release(l, &err) == DLOCK_E_STATE, "%s: the OS thread released", mode);
+    CHECK(as_on_new_thread(l, 42, 1) == DLOCK_OK, "%s: release_as(42)", mode);
+    CHECK(dlock_held(l) == 1 && dlock_hold_count(l) == 1, "%s: inner release let go", mode);
+    CHECK(dlock_release_as(l, 42, &err) == DLOCK_OK, "%s: last release_as: %s", mode, err.message);
+    CHECK(dlock_held(l) == 0, "%s: still held", mode);
+    CHECK(dlock_try_as(l, 7, 0, &err) == DLOCK_OK, "%s: holder 7 after release: %s", mode, err.message);
+    CHECK(dlock_release_as(l, 7, &err) == DLOCK_OK, "%s: release_as(7)", mode);
+    CHECK(dlock_try_as(NULL, 1, 0, &err) == DLOCK_E_INVALID, "NULL lock");
+    CHECK(dlock_release_as(NULL, 1, &err) == DLOCK_E_INVALID, "NULL lock");
+    dlock_close(l);
+  }
+}
+
+static int selected(const char *name) {
+  const char *only = getenv("CONC_TEST_ONLY");
+  if (only == NULL || only[0] == '\0') return 1;
+  size_t n = strlen(name);
+  for (const char *p = only; (p = strstr(p, name)) != NULL; p += n)
+    if ((p == only || p[-1] == ',') && (p[n] == '\0' || p[n] == ',')) return 1;
+  return 0;
+}
+
+#define RUN(name, call)                                                  \
+  do {                                                                   \
+    if (selected(name)) {                                                \
+      int64_t t_ = now_ms();                                             \
+      call;                                                              \
+      printf("  %-16s %6lld ms\n", name, (long long)(now_ms() - t_));     \
+      fflush(stdout);                                                    \
+    }                                                                    \
+  } while (0)
+
+int main(void) {
+  g_url = dlock_test_url();
+  snprintf(g_prefix, sizeof g_prefix, "conc-%ld-%ld-", (long)getpid(), (long)time(NULL));
+  dlock_client *c = client_with(NULL);
+  if (c == NULL) {
+    printf("0 passed, 1 failed\n");
+    return 1;
+  }
+  RUN("race_lease", test_try_release_race(c, "lease"));
+  RUN("race_row", test_try_release_race(c, "row"));
+  RUN("close_lease", test_close_in_use(c, "lease"));
+  RUN("close_row", test_close_in_use(c, "row"));
+  RUN("owner_lease", test_owner_copy(c, "lease"));
+  RUN("owner_row", test_owner_copy(c, "row"));
+  RUN("txn_enders", test_txn_enders(c));
+  RUN("holder_ids", test_holder_ids(c));
+  RUN("cancel_lease", test_cancel_race("lease"));
+  RUN("cancel_row", test_cancel_race("row"));
+  if (dlock_test_server_is_ours()) {
+    RUN("wait_timeout", test_wait_timeout());
+    RUN("frozen", test_frozen_server());
+    RUN("failed_release", test_failed_release(c));
+  } else {
+    printf("  (server tests skipped: not our server)\n");
+  }
+  dlock_client_close(c);
+  printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed == 0 ? 0 : 1;
+}
