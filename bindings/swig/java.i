@@ -121,6 +121,82 @@ DLOCK_JAVA_HANDLE(dlock_lock)
   }
 %}
 
+/* ---- calls of dlock.h 1.1 that only Java uses ---------------------------
+ * Added to dlock.i's allow-list here (a named %rename wins over its
+ * catch-all ignore whatever the order), with Java typemaps:
+ *  - dlock_try_as / dlock_release_as: the holder is the Java thread's id, so
+ *    that reentrancy is per Java thread, virtual threads included.
+ *  - dlock_owner_copy: the owner without tearing, into a byte[] the facade
+ *    allocates (copied back), cut and NUL-terminated by the library.
+ *  - dlock_exec: the SQL and each parameter cross as UTF-8 byte[] in one
+ *    byte[][] (the facade encodes them and refuses NUL), a null parameter is
+ *    SQL NULL; the affected-row count comes back in a long[1]. */
+%rename("%s") dlock_try_as;
+%rename("%s") dlock_release_as;
+%rename("%s") dlock_owner_copy;
+%rename("%s") dlock_exec;
+
+%typemap(jni) (char *buf, size_t buf_size) "jbyteArray"
+%typemap(jtype) (char *buf, size_t buf_size) "byte[]"
+%typemap(jstype) (char *buf, size_t buf_size) "byte[]"
+%typemap(javain) (char *buf, size_t buf_size) "$javainput"
+%typemap(in) (char *buf, size_t buf_size) (jbyte *bytes = NULL) %{
+  if (!$input) {
+    dlockjava_throw_npe(jenv, "buffer is null");
+    return $null;
+  }
+  bytes = (*jenv)->GetByteArrayElements(jenv, $input, NULL);
+  if (!bytes) return $null; /* OutOfMemoryError pending */
+  $1 = (char *)bytes;
+  $2 = (size_t)(*jenv)->GetArrayLength(jenv, $input);
+%}
+%typemap(freearg) (char *buf, size_t buf_size) %{
+  if (bytes$argnum) (*jenv)->ReleaseByteArrayElements(jenv, $input, bytes$argnum, 0);
+%}
+
+/* The SQL and its parameters cross together, as one byte[][] (element 0 the
+ * SQL, then the parameters), so that one typemap copies them and one frees
+ * them: a failure halfway leaves nothing allocated. */
+%typemap(jni) (const char *sql, const char *const *params, size_t nparams) "jobjectArray"
+%typemap(jtype) (const char *sql, const char *const *params, size_t nparams) "byte[][]"
+%typemap(jstype) (const char *sql, const char *const *params, size_t nparams) "byte[][]"
+%typemap(javain) (const char *sql, const char *const *params, size_t nparams) "$javainput"
+%typemap(in) (const char *sql, const char *const *params, size_t nparams)
+    (char **strs = NULL, jsize count = 0) %{
+  if (!$input || (count = (*jenv)->GetArrayLength(jenv, $input)) < 1) {
+    dlockjava_throw_npe(jenv, "no SQL");
+    return $null;
+  }
+  strs = dlockjava_cstrings(jenv, $input, count);
+  if (!strs) return $null; /* exception pending; nothing left allocated */
+  if (!strs[0]) {
+    dlockjava_free_cstrings(strs, count);
+    dlockjava_throw_npe(jenv, "sql is null");
+    return $null;
+  }
+  $1 = ($1_ltype)strs[0];
+  $2 = ($2_ltype)(strs + 1);
+  $3 = (size_t)(count - 1);
+%}
+%typemap(freearg) (const char *sql, const char *const *params, size_t nparams) %{
+  dlockjava_free_cstrings(strs$argnum, count$argnum);
+%}
+
+/* A long[1] receives the count; null: not wanted (dlock_exec takes NULL). */
+%typemap(jni) int64_t *out_affected "jlongArray"
+%typemap(jtype) int64_t *out_affected "long[]"
+%typemap(jstype) int64_t *out_affected "long[]"
+%typemap(javain) int64_t *out_affected "$javainput"
+%typemap(in) int64_t *out_affected (int64_t affected = 0) %{
+  $1 = ($input && (*jenv)->GetArrayLength(jenv, $input) >= 1) ? &affected : NULL;
+%}
+%typemap(argout) int64_t *out_affected %{
+  if ($1) {
+    jlong v = (jlong)affected$argnum;
+    (*jenv)->SetLongArrayRegion(jenv, $input, 0, 1, &v);
+  }
+%}
+
 /* ---- errors: dlock_error *err becomes an exception ----------------------- */
 %typemap(in, numinputs = 0) dlock_error *err (dlock_error temp) %{
   memset(&temp, 0, sizeof temp);
@@ -135,6 +211,7 @@ DLOCK_JAVA_HANDLE(dlock_lock)
 %{
 #include <stdint.h>
 #include <dlock/dlock.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void dlockjava_throw_npe(JNIEnv *jenv, const char *what) {
@@ -161,6 +238,61 @@ static void dlockjava_throw(JNIEnv *jenv, const dlock_error *err) {
   ex = (*jenv)->CallStaticObjectMethod(jenv, cls, make, (jint)err->code,
                                        (jint)err->server_errno, msg);
   if (ex && !(*jenv)->ExceptionCheck(jenv)) (*jenv)->Throw(jenv, (jthrowable)ex);
+}
+/* A NUL-terminated copy of a byte[] (malloc'd), or NULL with an exception
+ * pending (NullPointerException saying what, or OutOfMemoryError). */
+static char *dlockjava_cstring(JNIEnv *jenv, jbyteArray a, const char *what) {
+  jsize n;
+  char *s;
+  if (!a) {
+    dlockjava_throw_npe(jenv, what);
+    return NULL;
+  }
+  n = (*jenv)->GetArrayLength(jenv, a);
+  s = (char *)malloc((size_t)n + 1);
+  if (!s) {
+    jclass oom = (*jenv)->FindClass(jenv, "java/lang/OutOfMemoryError");
+    if (oom) (*jenv)->ThrowNew(jenv, oom, "dlock: copying a string");
+    return NULL;
+  }
+  (*jenv)->GetByteArrayRegion(jenv, a, 0, n, (jbyte *)s);
+  s[n] = '\0';
+  return s;
+}
+
+static void dlockjava_free_cstrings(char **strs, jsize count) {
+  jsize i;
+  if (!strs) return;
+  for (i = 0; i < count; i++) free(strs[i]);
+  free(strs);
+}
+
+/* Copies of the count byte[] of a (a null element stays NULL: SQL NULL), or
+ * NULL with an exception pending and nothing left allocated. */
+static char **dlockjava_cstrings(JNIEnv *jenv, jobjectArray a, jsize count) {
+  jsize i;
+  char **strs = (char **)calloc(count > 0 ? (size_t)count : 1, sizeof *strs);
+  if (!strs) {
+    jclass oom = (*jenv)->FindClass(jenv, "java/lang/OutOfMemoryError");
+    if (oom) (*jenv)->ThrowNew(jenv, oom, "dlock: copying parameters");
+    return NULL;
+  }
+  for (i = 0; i < count; i++) {
+    jbyteArray b = (jbyteArray)(*jenv)->GetObjectArrayElement(jenv, a, i);
+    if ((*jenv)->ExceptionCheck(jenv)) {
+      dlockjava_free_cstrings(strs, count);
+      return NULL;
+    }
+    if (b) {
+      strs[i] = dlockjava_cstring(jenv, b, "parameter");
+      (*jenv)->DeleteLocalRef(jenv, b);
+      if (!strs[i]) {
+        dlockjava_free_cstrings(strs, count);
+        return NULL;
+      }
+    }
+  }
+  return strs;
 }
 %}
 
