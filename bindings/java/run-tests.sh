@@ -48,7 +48,7 @@ else
   build=${arg:-$root/build-java}
   if [ -z "$arg" ]; then
     [ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" -G Ninja -DBUILD_TESTING=OFF >/dev/null
-    cmake --build "$build" -j2 --target dlock
+    cmake --build "$build" -j2 --target dlock dlock_cli  # what cmake --install installs
   fi
   cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
   prefix=$tmp/prefix

@@ -2,7 +2,11 @@ package io.dlock;
 
 import io.dlock.internal.DLockNative;
 import io.dlock.internal.dlock_code;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.lang.ref.Cleaner;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -23,12 +27,14 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * {@link #renew()} or {@link #unlock()} throwing {@link LockLostException}, by {@link #isHeld()},
  * and by the {@link #onLost(Runnable)} handlers.
  *
- * <p><b>Who holds it.</b> Until the C library accepts a caller-supplied holder id, the holder is
- * this lock object (core option {@code holder=lock}): every thread that calls {@link #lock()} on
- * the same {@code DLock} while it is held re-enters it (the hold count goes up), and any thread may
- * unlock it. Threads that must exclude each other use a {@code DLock} each, as processes do. With
- * the holder id this becomes per Java thread, like {@link java.util.concurrent.locks.ReentrantLock}
- * (see {@link #holderId()}).
+ * <p><b>Who holds it.</b> The Java thread that acquired it, as with {@link
+ * java.util.concurrent.locks.ReentrantLock}: the library is asked on behalf of the thread's id
+ * (core option {@code holder=thread} with {@code dlock_try_as}/{@code dlock_release_as}), which a
+ * virtual thread keeps while it moves between carrier threads. The same thread re-enters (the hold
+ * count goes up, counted by the library), other threads, platform or virtual, wait for it like any
+ * other holder's, and only the holding thread may {@link #unlock()} ({@link
+ * IllegalMonitorStateException} otherwise). Option {@code holder=lock} makes the object the holder
+ * instead (any thread re-enters and unlocks).
  *
  * <p>Thread safety: all methods may be called from any thread, including virtual threads.
  */
@@ -125,6 +131,7 @@ public final class DLock implements Lock, AutoCloseable {
    */
   private boolean acquire(long waitMs, boolean interruptible) throws InterruptedException {
     if (interruptible && Thread.interrupted()) throw new InterruptedException();
+    final long holder = holderId();
     guard.readLock().lock();
     try {
       ensureOpen();
@@ -137,7 +144,7 @@ public final class DLock implements Lock, AutoCloseable {
         }
         int rc;
         try {
-          rc = waitInLibrary(slice, interruptible);
+          rc = waitInLibrary(holder, slice, interruptible);
         } catch (CancelledException e) {
           if (closing) throw closedWhileWaiting();
           continue; // another thread's interrupt: this wait goes on
@@ -156,14 +163,17 @@ public final class DLock implements Lock, AutoCloseable {
   }
 
   /** One dlock_try; throws InterruptedException if an interrupt of this thread cancelled it. */
-  private int waitInLibrary(long waitMs, boolean interruptible) throws InterruptedException {
+  private int waitInLibrary(long holder, long waitMs, boolean interruptible)
+      throws InterruptedException {
     final long ptr = handle.ptr;
-    if (waitMs > 0 && Natives.onVirtualThread()) return waitOnHost(ptr, waitMs, interruptible);
-    if (!interruptible || waitMs == 0) return nativeTry(ptr, waitMs);
+    if (waitMs > 0 && Natives.onVirtualThread()) {
+      return waitOnHost(ptr, holder, waitMs, interruptible);
+    }
+    if (!interruptible || waitMs == 0) return nativeTry(ptr, holder, waitMs);
     CancelOnInterrupt hook = new CancelOnInterrupt(ptr);
     hook.enter();
     try {
-      return nativeTry(ptr, waitMs);
+      return nativeTry(ptr, holder, waitMs);
     } catch (CancelledException e) {
       if (hook.exit()) {
         Thread.interrupted(); // reported by the exception instead
@@ -182,9 +192,10 @@ public final class DLock implements Lock, AutoCloseable {
    * parks on the result instead of pinning its carrier in native code (a few pinned waiters could
    * otherwise occupy every carrier while the holder, unmounted, needs one to unlock).
    */
-  private int waitOnHost(long ptr, long waitMs, boolean interruptible)
+  private int waitOnHost(long ptr, long holder, long waitMs, boolean interruptible)
       throws InterruptedException {
-    Future<Integer> f = Natives.WAIT_HOSTS.submit(() -> nativeTry(ptr, waitMs));
+    // On behalf of the virtual thread: its id, not the host's.
+    Future<Integer> f = Natives.WAIT_HOSTS.submit(() -> nativeTry(ptr, holder, waitMs));
     boolean interrupted = false;
     try {
       for (;; ) {
@@ -216,42 +227,136 @@ public final class DLock implements Lock, AutoCloseable {
     }
   }
 
-  /**
-   * The one place the binding asks the library for the lock. HOLDER ID: when dlock.h takes a
-   * caller-supplied holder, pass {@link #holderId()} of the calling thread here and in
-   * {@link #nativeRelease} (and drop {@code holder=lock} in {@link DLockClient#newLock}).
-   */
-  private static int nativeTry(long ptr, long waitMs) {
-    return DLockNative.dlock_try(ptr, waitMs);
+  /** The one place the binding asks the library for the lock, on behalf of holder. */
+  private static int nativeTry(long ptr, long holder, long waitMs) {
+    return DLockNative.dlock_try_as(ptr, holder, waitMs);
   }
 
-  private static int nativeRelease(long ptr) {
-    return DLockNative.dlock_release(ptr);
+  private static final MethodHandle THREAD_ID = threadIdHandle();
+
+  private static MethodHandle threadIdHandle() {
+    try {
+      return MethodHandles.publicLookup()
+          .findVirtual(Thread.class, "threadId", MethodType.methodType(long.class));
+    } catch (ReflectiveOperationException e) {
+      return null; // JDK 17, 18: getId()
+    }
   }
 
   /**
-   * The holder id this thread will pass once the C library accepts one: the Java thread's id, which
-   * a virtual thread keeps while it moves between carrier threads. Unused until then.
+   * The holder id of the calling thread: the Java thread's id (Thread.threadId(), JDK 19+; getId()
+   * before), unique for the JVM's lifetime and kept by a virtual thread across carrier threads.
    */
-  @SuppressWarnings("deprecation") // Thread.threadId() is JDK 19+; getId() is the same number
+  @SuppressWarnings("deprecation") // getId() only where threadId() does not exist
   static long holderId() {
-    return Thread.currentThread().getId();
+    Thread t = Thread.currentThread();
+    if (THREAD_ID == null) return t.getId();
+    try {
+      return (long) THREAD_ID.invokeExact(t);
+    } catch (Throwable e) {
+      throw new AssertionError(e); // threadId() throws nothing
+    }
   }
 
   // ---- holding ------------------------------------------------------------------------------
 
   /**
-   * Releases one hold: the lock is freed when the hold count returns to zero.
+   * Releases one hold of the calling thread: the lock is freed when the hold count returns to zero.
+   * A row lock commits its transaction (statements run by {@link #execute}); so does a lease's
+   * transaction opened by {@link #begin()}.
    *
    * @throws LockLostException if the lock had expired or been taken meanwhile
-   * @throws LockStateException if it is not held
+   * @throws IllegalMonitorStateException if the calling thread does not hold it (not held, or held
+   *     by another thread), as {@link java.util.concurrent.locks.ReentrantLock#unlock()} does; its
+   *     cause is the library's {@link LockStateException}
    */
   @Override
   public void unlock() {
+    final long holder = holderId();
     guard.readLock().lock();
     try {
       ensureOpen();
-      nativeRelease(handle.ptr);
+      DLockNative.dlock_release_as(handle.ptr, holder);
+    } catch (LockStateException e) {
+      IllegalMonitorStateException m = new IllegalMonitorStateException(e.getMessage());
+      m.initCause(e);
+      throw m;
+    } finally {
+      guard.readLock().unlock();
+    }
+  }
+
+  // ---- the lock's transaction -----------------------------------------------------------------
+
+  /**
+   * Lease locks: opens a transaction on a connection of the lock's own; {@link #execute} runs in
+   * it, {@link #unlock()} commits it together with the release (or, if the lease was lost, rolls
+   * both back and throws {@link LockLostException}), {@link #rollback()} discards it and keeps the
+   * lease. Option {@code transaction=1} begins one at every acquisition instead. Row locks are
+   * always in their transaction: nothing to do.
+   *
+   * @throws LockStateException if not held, or a transaction is already open
+   */
+  public void begin() {
+    guard.readLock().lock();
+    try {
+      ensureOpen();
+      DLockNative.dlock_begin(handle.ptr);
+    } finally {
+      guard.readLock().unlock();
+    }
+  }
+
+  /**
+   * Runs one SQL statement (INSERT, UPDATE, DELETE; no result set) in the lock's transaction: a
+   * row lock's, or a lease's after {@link #begin()}, so that {@link #unlock()} commits it with the
+   * release. Parameters ({@code ?}) are bound as strings; a null parameter is SQL NULL. Statements
+   * that would end the transaction (COMMIT, DDL, ...) are refused by the library with {@link
+   * InvalidArgumentException} before they are sent.
+   *
+   * @return the number of affected rows
+   * @throws LockStateException if not held, or a lease has no open transaction
+   * @throws LockLostException if a row lock's transaction ended (the server released the row)
+   * @throws IllegalArgumentException if sql or a parameter contains a NUL character
+   */
+  public long execute(String sql, String... params) {
+    Objects.requireNonNull(sql, "sql");
+    Objects.requireNonNull(params, "params");
+    byte[][] args = new byte[params.length + 1][];
+    args[0] = cString(sql, "sql");
+    for (int i = 0; i < params.length; i++) {
+      args[i + 1] = params[i] == null ? null : cString(params[i], "parameter " + (i + 1));
+    }
+    long[] affected = new long[1];
+    guard.readLock().lock();
+    try {
+      ensureOpen();
+      DLockNative.dlock_exec(handle.ptr, args, affected);
+      return affected[0];
+    } finally {
+      guard.readLock().unlock();
+    }
+  }
+
+  private static byte[] cString(String s, String what) {
+    if (s.indexOf('\0') >= 0) {
+      throw new IllegalArgumentException(what + " contains a NUL character");
+    }
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  /**
+   * Discards the lock's transaction. A row lock: ROLLBACK, which also ends the hold (every
+   * reentrant hold); a lease: the transaction opened by {@link #begin()} is rolled back and the
+   * lease stays held.
+   *
+   * @throws LockStateException if not held, or a lease has no open transaction
+   */
+  public void rollback() {
+    guard.readLock().lock();
+    try {
+      ensureOpen();
+      DLockNative.dlock_rollback(handle.ptr);
     } finally {
       guard.readLock().unlock();
     }
@@ -282,22 +387,36 @@ public final class DLock implements Lock, AutoCloseable {
     return read(() -> DLockNative.dlock_token(handle.ptr));
   }
 
-  /** True if held now (for a lease: not expired by this process's clock). */
+  /**
+   * True if held now through this object, by any thread (for a lease: not expired by this
+   * process's clock), like {@link java.util.concurrent.locks.ReentrantLock#isLocked()}.
+   */
   public boolean isHeld() {
     return read(() -> (long) DLockNative.dlock_held(handle.ptr)) != 0;
   }
 
-  /** Reentrant hold count: 0 when not held. */
+  /**
+   * Reentrant hold count of the thread holding it through this object (whichever thread that is):
+   * 0 when not held.
+   */
   public int holdCount() {
     return (int) read(() -> (long) DLockNative.dlock_hold_count(handle.ptr));
   }
 
-  /** The owner id of the current (or last) acquisition ("" before the first). */
+  /**
+   * The owner id of the current (or last) acquisition ("" before the first); never torn by another
+   * thread's acquisition (dlock_owner_copy).
+   */
   public String owner() {
     guard.readLock().lock();
     try {
       ensureOpen();
-      return DLockNative.dlock_owner(handle.ptr);
+      byte[] buf = new byte[256]; // owner ids are shorter (dlock.h)
+      for (;; ) {
+        long n = DLockNative.dlock_owner_copy(handle.ptr, buf);
+        if (n < buf.length) return new String(buf, 0, (int) n, StandardCharsets.UTF_8);
+        buf = new byte[(int) Math.min(Integer.MAX_VALUE - 8, n + 1)];
+      }
     } finally {
       guard.readLock().unlock();
     }

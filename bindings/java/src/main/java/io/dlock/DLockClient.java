@@ -101,9 +101,9 @@ public final class DLockClient implements AutoCloseable {
   public DLock newLock(String key, Map<String, String> options) {
     Objects.requireNonNull(key, "key");
     Map<String, String> all = new HashMap<>();
-    // The holder is the lock object until the core takes a caller-supplied holder id; see
-    // DLock#holderId().
-    all.put("holder", "lock");
+    // The holder is the Java thread (DLock passes its id to dlock_try_as/dlock_release_as);
+    // options may say holder=lock.
+    all.put("holder", "thread");
     all.putAll(options);
     byte[] keyBytes = key.getBytes(StandardCharsets.UTF_8);
     long cfg = Natives.config(all);

@@ -114,7 +114,7 @@ class DLockTest {
   }
 
   @Test
-  void reentrantThroughTheSameObject() {
+  void reentrantInTheSameThread() {
     try (DLock a = client.newLock(TestDb.key("reentrant"))) {
       a.lock();
       long token = a.token();
@@ -125,30 +125,15 @@ class DLockTest {
       assertTrue(a.isHeld());
       a.unlock();
       assertFalse(a.isHeld());
-      assertThrows(LockStateException.class, a::unlock);
+      LockStateException cause =
+          assertInstanceOf(
+              LockStateException.class,
+              assertThrows(IllegalMonitorStateException.class, a::unlock).getCause());
+      assertEquals("DLOCK_E_STATE", cause.codeName());
     }
   }
 
-  /**
-   * Today's contract (holder=lock): the lock object is the holder, so another thread re-enters.
-   * This changes when the core takes a holder id (see DLock#holderId and the disabled test below).
-   */
-  @Test
-  void holderIsTheLockObjectUntilTheCoreTakesAHolderId() throws Exception {
-    try (DLock a = client.newLock(TestDb.key("holder"))) {
-      a.lock();
-      AtomicReference<Boolean> got = new AtomicReference<>();
-      Thread t = new Thread(() -> got.set(a.tryLock()));
-      t.start();
-      t.join();
-      assertEquals(Boolean.TRUE, got.get());
-      assertEquals(2, a.holdCount());
-      a.unlock();
-      a.unlock();
-    }
-  }
-
-  @Disabled("awaits the core's caller-supplied holder id: reentrancy per Java thread")
+  /** Per Java thread, like ReentrantLock: another thread of the same DLock does not re-enter. */
   @Test
   void anotherThreadDoesNotReenter() throws Exception {
     try (DLock a = client.newLock(TestDb.key("holder-per-thread"))) {
@@ -158,7 +143,108 @@ class DLockTest {
       t.start();
       t.join();
       assertEquals(Boolean.FALSE, got.get());
+      assertEquals(1, a.holdCount());
       a.unlock();
+      assertFalse(a.isHeld());
+    }
+  }
+
+  /** Only the holding thread unlocks (IllegalMonitorStateException, as ReentrantLock). */
+  @Test
+  void unlockFromAnotherThreadIsRefused() throws Exception {
+    String key = TestDb.key("unlock-other");
+    try (DLock a = client.newLock(key)) {
+      a.lock();
+      AtomicReference<Throwable> outcome = new AtomicReference<>();
+      Thread t =
+          new Thread(
+              () -> {
+                try {
+                  a.unlock();
+                  outcome.set(new AssertionError("unlocked another thread's hold"));
+                } catch (Throwable e) {
+                  outcome.set(e);
+                }
+              });
+      t.start();
+      t.join();
+      IllegalMonitorStateException e =
+          assertInstanceOf(IllegalMonitorStateException.class, outcome.get());
+      assertTrue(e.getMessage().contains("another thread"), e.getMessage());
+      assertTrue(a.isHeld());
+      assertEquals(1, a.holdCount());
+      try (DLock probe = other.newLock(key)) {
+        assertFalse(probe.tryLock()); // still held for real
+      }
+      a.unlock();
+      assertFalse(a.isHeld());
+    }
+  }
+
+  /** Threads sharing one DLock exclude each other; each re-enters its own hold. */
+  @Test
+  void threadsShareOneLock() throws Exception {
+    String key = TestDb.key("shared-object");
+    int threads = 4;
+    int rounds = 10;
+    int[] counter = {0}; // deliberately unsynchronised: only the lock protects it
+    AtomicInteger inside = new AtomicInteger();
+    AtomicInteger maxInside = new AtomicInteger();
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    List<Thread> ts = new ArrayList<>();
+    try (DLock lock = client.newLock(key)) {
+      for (int t = 0; t < threads; t++) {
+        Thread th =
+            new Thread(
+                () -> {
+                  try {
+                    for (int i = 0; i < rounds; i++) {
+                      lock.lock();
+                      try {
+                        assertTrue(lock.tryLock()); // re-enters: same thread
+                        assertEquals(2, lock.holdCount());
+                        lock.unlock();
+                        maxInside.accumulateAndGet(inside.incrementAndGet(), Math::max);
+                        int v = counter[0];
+                        Thread.yield();
+                        counter[0] = v + 1;
+                        inside.decrementAndGet();
+                      } finally {
+                        lock.unlock();
+                      }
+                    }
+                  } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                  }
+                });
+        ts.add(th);
+        th.start();
+      }
+      for (Thread th : ts) th.join();
+    }
+    if (failure.get() != null) throw new AssertionError(failure.get());
+    assertEquals(1, maxInside.get());
+    assertEquals(threads * rounds, counter[0]);
+  }
+
+  /** Option holder=lock: the object is the holder, so another thread re-enters and unlocks. */
+  @Test
+  void holderLockOptionMakesTheObjectTheHolder() throws Exception {
+    try (DLock a = client.newLock(TestDb.key("holder-lock"), Map.of("holder", "lock"))) {
+      a.lock();
+      AtomicReference<Boolean> got = new AtomicReference<>();
+      Thread t =
+          new Thread(
+              () -> {
+                got.set(a.tryLock());
+                a.unlock();
+              });
+      t.start();
+      t.join();
+      assertEquals(Boolean.TRUE, got.get());
+      assertEquals(1, a.holdCount());
+      a.unlock();
+      assertFalse(a.isHeld());
     }
   }
 
@@ -185,11 +271,14 @@ class DLockTest {
         DLock b = other.newLock(key)) {
       a.lock();
       AtomicReference<Boolean> got = new AtomicReference<>();
+      AtomicReference<Boolean> heldThen = new AtomicReference<>();
       Thread t =
           new Thread(
               () -> {
                 try {
                   got.set(b.tryLock(20, TimeUnit.SECONDS));
+                  heldThen.set(b.isHeld());
+                  b.unlock(); // by the thread that holds it
                 } catch (InterruptedException e) {
                   got.set(null);
                 }
@@ -200,8 +289,8 @@ class DLockTest {
       a.unlock();
       t.join(10_000);
       assertEquals(Boolean.TRUE, got.get());
-      assertTrue(b.isHeld());
-      b.unlock();
+      assertEquals(Boolean.TRUE, heldThen.get());
+      assertFalse(b.isHeld());
     }
   }
 
@@ -270,7 +359,9 @@ class DLockTest {
           new Thread(
               () -> {
                 try {
-                  second.set(b.tryLock(20, TimeUnit.SECONDS));
+                  boolean got = b.tryLock(20, TimeUnit.SECONDS);
+                  if (got) b.unlock(); // by the thread that holds it
+                  second.set(got);
                 } catch (Throwable e) {
                   second.set(e);
                 }
@@ -285,7 +376,6 @@ class DLockTest {
       a.unlock();
       t2.join(10_000);
       assertEquals(Boolean.TRUE, second.get());
-      b.unlock();
     }
   }
 
@@ -497,7 +587,9 @@ class DLockTest {
     assertThrows(InvalidArgumentException.class, () -> client.newLock("k", Map.of("ttl_ms", "0")));
     assertThrows(InvalidArgumentException.class, () -> client.newLock("k", Map.of("mode", "x")));
     DLock a = client.newLock(TestDb.key("bad"));
-    assertThrows(LockStateException.class, a::unlock);
+    assertThrows(IllegalMonitorStateException.class, a::unlock);
+    assertThrows(LockStateException.class, () -> a.execute("DELETE FROM nowhere"));
+    assertThrows(LockStateException.class, a::begin);
     assertThrows(UnsupportedOperationException.class, a::newCondition);
     assertThrows(NullPointerException.class, () -> a.tryLock(1, null));
     assertTrue(a.tryLock(-5, TimeUnit.SECONDS)); // a negative wait is one attempt
@@ -561,9 +653,120 @@ class DLockTest {
     }
   }
 
+  /**
+   * A row lock's statements commit with unlock() and are discarded by rollback(). With holder=lock:
+   * the core's dlock_rollback checks the OS thread as the holder, and there is no dlock_rollback_as
+   * yet (see rowLockRollbackPerThread).
+   */
+  @Test
+  void rowLockStatementsCommitWithUnlockOrRollBack() throws Exception {
+    TestDb.sql(
+        "CREATE TABLE IF NOT EXISTS java_biz (k VARCHAR(200) NOT NULL PRIMARY KEY,"
+            + " v VARCHAR(200) NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4");
+    String kept = TestDb.key("biz-kept");
+    String gone = TestDb.key("biz-gone");
+    String insert = "INSERT INTO java_biz (k, v) VALUES (?, ?)";
+    try (DLock r =
+        client.newLock(TestDb.key("biz-row"), Map.of("mode", "row", "holder", "lock"))) {
+      r.lock();
+      assertEquals(1, r.execute(insert, kept, "é ✓ \uD83D\uDE00")); // UTF-8, beyond the BMP too
+      assertEquals(1, r.execute("UPDATE java_biz SET v = CONCAT(v, ?) WHERE k = ?", "!", kept));
+      assertEquals("0", TestDb.sql("SELECT COUNT(*) FROM java_biz WHERE k = '" + kept + "'"));
+      r.unlock(); // COMMIT
+      assertEquals(
+          "é ✓ \uD83D\uDE00!", TestDb.sql("SELECT v FROM java_biz WHERE k = '" + kept + "'"));
+
+      r.lock();
+      assertEquals(1, r.execute(insert, gone, null)); // null: SQL NULL
+      r.rollback(); // ROLLBACK: the insert is gone and so is the hold
+      assertFalse(r.isHeld());
+      assertEquals("0", TestDb.sql("SELECT COUNT(*) FROM java_biz WHERE k = '" + gone + "'"));
+
+      r.lock();
+      InvalidArgumentException commit =
+          assertThrows(InvalidArgumentException.class, () -> r.execute("COMMIT"));
+      assertTrue(commit.getMessage().contains("COMMIT"), commit.getMessage());
+      assertThrows(IllegalArgumentException.class, () -> r.execute("SELECT 1\0"));
+      assertThrows(IllegalArgumentException.class, () -> r.execute(insert, "a\0b", "v"));
+      assertThrows(NullPointerException.class, () -> r.execute(null));
+      assertThrows(DLockException.class, () -> r.execute("INSERT INTO no_such_table VALUES (1)"));
+      r.begin(); // a row lock is always in its transaction: nothing to do
+      r.unlock();
+    }
+  }
+
+  /** rollback() of a row lock held per Java thread (the default). */
+  @Disabled("awaits dlock_rollback_as: dlock_rollback checks the OS thread, not the Java thread")
+  @Test
+  void rowLockRollbackPerThread() throws Exception {
+    try (DLock r = client.newLock(TestDb.key("biz-row-thread"), Map.of("mode", "row"))) {
+      r.lock();
+      r.rollback();
+      assertFalse(r.isHeld());
+    }
+  }
+
+  /** A lease's transaction: begin(), execute(), unlock() commits; rollback() keeps the lease. */
+  @Test
+  void leaseTransactionCommitsWithUnlock() throws Exception {
+    TestDb.sql(
+        "CREATE TABLE IF NOT EXISTS java_biz (k VARCHAR(200) NOT NULL PRIMARY KEY,"
+            + " v VARCHAR(200) NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4");
+    String kept = TestDb.key("lease-kept");
+    String gone = TestDb.key("lease-gone");
+    String insert = "INSERT INTO java_biz (k, v) VALUES (?, 'lease')";
+    try (DLock l = client.newLock(TestDb.key("biz-lease"))) {
+      l.lock();
+      assertThrows(LockStateException.class, () -> l.execute(insert, gone)); // no begin() yet
+      l.begin();
+      assertEquals(1, l.execute(insert, gone));
+      l.rollback();
+      assertTrue(l.isHeld()); // the lease stays
+      l.begin();
+      assertEquals(1, l.execute(insert, kept));
+      l.unlock(); // the release and the insert commit together
+      assertEquals("1", TestDb.sql("SELECT COUNT(*) FROM java_biz WHERE k = '" + kept + "'"));
+      assertEquals("0", TestDb.sql("SELECT COUNT(*) FROM java_biz WHERE k = '" + gone + "'"));
+    }
+    // transaction=1: every acquisition opens the transaction.
+    String auto = TestDb.key("lease-auto");
+    try (DLock l = client.newLock(TestDb.key("biz-lease-auto"), Map.of("transaction", "1"))) {
+      l.lock();
+      assertEquals(1, l.execute(insert, auto));
+      l.unlock();
+    }
+    assertEquals("1", TestDb.sql("SELECT COUNT(*) FROM java_biz WHERE k = '" + auto + "'"));
+  }
+
+  @Test
+  void ownerIsReadWhileOtherThreadsAcquire() throws Exception {
+    String key = TestDb.key("owner");
+    try (DLock a = client.newLock(key)) {
+      assertEquals("", a.owner());
+      a.lock();
+      String first = a.owner();
+      assertFalse(first.isEmpty());
+      a.unlock();
+      Thread t =
+          new Thread(
+              () -> {
+                for (int i = 0; i < 20; i++) {
+                  a.lock();
+                  a.unlock();
+                }
+              });
+      t.start();
+      java.util.Set<Integer> lengths = new java.util.HashSet<>();
+      while (t.isAlive()) lengths.add(a.owner().length());
+      t.join();
+      assertEquals(java.util.Set.of(first.length()), lengths); // never torn
+      assertFalse(a.owner().equals(first)); // each acquisition has its own owner id
+    }
+  }
+
   @Test
   void versionAndCounters() {
-    assertEquals("1.0.0", DLockClient.libraryVersion());
+    assertTrue(DLockClient.libraryVersion().startsWith("1."), DLockClient.libraryVersion());
     assertTrue(client.counter("acquisitions") >= 0);
     assertThrows(InvalidArgumentException.class, () -> client.counter("nope"));
   }

@@ -5,6 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -16,7 +19,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -167,15 +169,67 @@ class VirtualThreadTest {
     }
   }
 
-  @Disabled("awaits the core's caller-supplied holder id: reentrancy per (virtual) Java thread")
+  /** The holder is the Java thread: another virtual thread neither re-enters nor unlocks. */
   @Test
   void twoVirtualThreadsOnOneLockExclude() throws Exception {
     try (DLock lock = client.newLock(TestDb.key("vt-holder"))) {
-      lock.lock();
-      AtomicReference<Boolean> got = new AtomicReference<>();
-      Thread.ofVirtual().start(() -> got.set(lock.tryLock())).join();
-      assertEquals(Boolean.FALSE, got.get());
-      lock.unlock();
+      AtomicReference<Throwable> failure = new AtomicReference<>();
+      Thread.ofVirtual()
+          .start(
+              () -> {
+                try {
+                  lock.lock();
+                  AtomicReference<Object> got = new AtomicReference<>();
+                  AtomicReference<Throwable> unlock = new AtomicReference<>();
+                  Thread.ofVirtual()
+                      .start(
+                          () -> {
+                            got.set(lock.tryLock());
+                            try {
+                              lock.unlock();
+                            } catch (Throwable e) {
+                              unlock.set(e);
+                            }
+                          })
+                      .join();
+                  assertEquals(Boolean.FALSE, got.get());
+                  assertInstanceOf(IllegalMonitorStateException.class, unlock.get());
+                  assertEquals(1, lock.holdCount());
+                  lock.unlock();
+                  assertFalse(lock.isHeld());
+                } catch (Throwable e) {
+                  failure.set(e);
+                }
+              })
+          .join();
+      if (failure.get() != null) throw new AssertionError(failure.get());
     }
+  }
+
+  /**
+   * A virtual thread re-enters after moving to another carrier thread, and releases from a third:
+   * in a child JVM with four carriers (this one has one), see CarrierMove.
+   */
+  @Test
+  void reentersAfterMovingBetweenCarriers() throws Exception {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.add("-cp");
+    cmd.add(System.getProperty("surefire.test.class.path", System.getProperty("java.class.path")));
+    cmd.add("-Ddlock.jni.path=" + System.getProperty("dlock.jni.path", ""));
+    cmd.add("--enable-native-access=ALL-UNNAMED");
+    cmd.add("-Djdk.virtualThreadScheduler.parallelism=4");
+    cmd.add("io.dlock.CarrierMove");
+    cmd.add(TestDb.url());
+    cmd.add(TestDb.key("vt-carriers"));
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    String out;
+    try (InputStream in = p.getInputStream()) {
+      out = new String(in.readAllBytes(), StandardCharsets.UTF_8).trim();
+    }
+    assertTrue(p.waitFor(60, TimeUnit.SECONDS), "child JVM still running: " + out);
+    System.out.println("carrier move: " + out);
+    assertEquals(0, p.exitValue(), out);
+    assertTrue(out.startsWith("ok moves=2 reentered=2 other=false released=true"), out);
   }
 }
