@@ -240,7 +240,13 @@ func (l *Lock) Held() bool {
 }
 
 // Owner is the owner id of the current or last acquisition ("" before the first).
-func (l *Lock) Owner() string { return read(l, "", dlockc.Dlock_owner) }
+func (l *Lock) Owner() string {
+	return read(l, "", func(h dlockc.Struct_SS_dlock_lock) string {
+		buf := make([]byte, 256) // owner ids are shorter than 256 bytes
+		n := dlockc.Dlock_owner_copy(h, buf)
+		return string(buf[:min(n, int64(len(buf)-1))])
+	})
+}
 
 // Remaining is the time left on the lease by our clock: 0 if not held,
 // -1ms for row locks.

@@ -32,7 +32,7 @@ trap cleanup EXIT
 build=${1:-$root/build-go}
 if [ -z "${1:-}" ]; then
   [ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" -G Ninja -DBUILD_TESTING=OFF >/dev/null
-  cmake --build "$build" -j2 --target dlock
+  cmake --build "$build" -j2   # everything: install copies every installed target
 fi
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 libdir=$(dirname "$(find "$tmp/prefix" -name dlock.pc | head -n1)")/..

@@ -27,6 +27,18 @@
 %typemap(goout) char *, char[ANY], char[]
 %{ $result = string([]byte($1)) %}
 
+/* dlock_owner_copy (1.1; added to dlock.i's allow-list here: a named
+ * %rename wins over its catch-all ignore): dlock_owner may tear while another
+ * goroutine's TryLock runs on the same object; the copy never does. The
+ * buffer is a Go []byte, written by C only during the call. */
+%rename("%s") dlock_owner_copy;
+%typemap(gotype) (char *buf, size_t buf_size) "[]byte"
+%typemap(in) (char *buf, size_t buf_size)
+%{
+  $1 = (char *)$input.array;
+  $2 = (size_t)$input.len;
+%}
+
 /* `type` is a Go keyword. */
 %rename(kind) dlock_event::type;
 

@@ -45,100 +45,103 @@ typedef long long swig_type_12;
 typedef long long swig_type_13;
 typedef _gostring_ swig_type_14;
 typedef long long swig_type_15;
-typedef long long swig_type_16;
+typedef _goslice_ swig_type_16;
 typedef long long swig_type_17;
 typedef long long swig_type_18;
 typedef long long swig_type_19;
 typedef long long swig_type_20;
 typedef long long swig_type_21;
 typedef long long swig_type_22;
-typedef _gostring_ swig_type_23;
-typedef _gostring_ swig_type_24;
+typedef long long swig_type_23;
+typedef long long swig_type_24;
 typedef _gostring_ swig_type_25;
 typedef _gostring_ swig_type_26;
 typedef _gostring_ swig_type_27;
 typedef _gostring_ swig_type_28;
-typedef long long swig_type_29;
-extern void _wrap_Swig_free_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern uintptr_t _wrap_Swig_malloc_dlockc_5940d645706ccb02(swig_intgo arg1);
-extern uintptr_t _wrap_dlockswig_config_new_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern uintptr_t _wrap_dlockswig_client_open_dlockc_5940d645706ccb02(swig_type_1 arg1, uintptr_t arg2, uintptr_t arg3);
-extern uintptr_t _wrap_dlockswig_open_dlockc_5940d645706ccb02(uintptr_t arg1, swig_type_2 arg2, uintptr_t arg3, uintptr_t arg4);
-extern swig_type_3 _wrap_dlockswig_client_counter_dlockc_5940d645706ccb02(uintptr_t arg1, swig_type_4 arg2, uintptr_t arg3);
-extern swig_type_5 _wrap_dlockswig_client_cleanup_dlockc_5940d645706ccb02(uintptr_t arg1, uintptr_t arg2);
-extern swig_intgo _wrap_DLOCK_OK_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_BUSY_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_E_INVALID_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_E_CONNECT_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_E_LOST_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_E_READONLY_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_E_UNSUPPORTED_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_E_DB_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_E_STATE_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_E_FORKED_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_E_POOL_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_E_UNKNOWN_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_E_INTERNAL_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_E_TIMEOUT_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_E_CANCELLED_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_E_MAX_HOLD_dlockc_5940d645706ccb02(void);
-extern void _wrap_dlock_error_code_set_dlockc_5940d645706ccb02(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_dlock_error_code_get_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern void _wrap_dlock_error_server_errno_set_dlockc_5940d645706ccb02(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_dlock_error_server_errno_get_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern void _wrap_dlock_error_message_set_dlockc_5940d645706ccb02(uintptr_t arg1, swig_type_6 arg2);
-extern swig_type_7 _wrap_dlock_error_message_get_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern uintptr_t _wrap_new_dlock_error_dlockc_5940d645706ccb02(void);
-extern void _wrap_delete_dlock_error_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern swig_intgo _wrap_DLOCK_STATE_IDLE_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_STATE_HELD_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_STATE_LOST_dlockc_5940d645706ccb02(void);
-extern swig_type_8 _wrap_dlock_version_dlockc_5940d645706ccb02(void);
-extern swig_type_9 _wrap_dlock_code_name_dlockc_5940d645706ccb02(swig_intgo arg1);
-extern void _wrap_dlock_config_free_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern swig_intgo _wrap_dlock_config_set_dlockc_5940d645706ccb02(uintptr_t arg1, swig_type_10 arg2, swig_type_11 arg3, uintptr_t arg4);
-extern void _wrap_dlock_client_close_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern void _wrap_dlock_close_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern swig_intgo _wrap_dlock_try_dlockc_5940d645706ccb02(uintptr_t arg1, swig_type_12 arg2, uintptr_t arg3);
-extern swig_intgo _wrap_dlock_renew_dlockc_5940d645706ccb02(uintptr_t arg1, uintptr_t arg2);
-extern swig_intgo _wrap_dlock_release_dlockc_5940d645706ccb02(uintptr_t arg1, uintptr_t arg2);
-extern swig_intgo _wrap_dlock_rollback_dlockc_5940d645706ccb02(uintptr_t arg1, uintptr_t arg2);
-extern swig_intgo _wrap_dlock_begin_dlockc_5940d645706ccb02(uintptr_t arg1, uintptr_t arg2);
-extern swig_intgo _wrap_dlock_wait_lost_dlockc_5940d645706ccb02(uintptr_t arg1, swig_type_13 arg2, uintptr_t arg3);
-extern swig_intgo _wrap_dlock_cancel_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern swig_intgo _wrap_dlock_state_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern swig_intgo _wrap_dlock_held_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern swig_type_14 _wrap_dlock_owner_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern swig_type_15 _wrap_dlock_token_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern swig_type_16 _wrap_dlock_remaining_ms_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern swig_intgo _wrap_dlock_hold_count_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern swig_intgo _wrap_DLOCK_EVENT_LOST_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_EVENT_MAX_HOLD_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_EVENT_CLEANUP_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_SEVERITY_INFO_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_SEVERITY_WARNING_dlockc_5940d645706ccb02(void);
-extern swig_intgo _wrap_DLOCK_SEVERITY_CRITICAL_dlockc_5940d645706ccb02(void);
-extern void _wrap_dlock_event_kind_set_dlockc_5940d645706ccb02(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_dlock_event_kind_get_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern void _wrap_dlock_event_severity_set_dlockc_5940d645706ccb02(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_dlock_event_severity_get_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern void _wrap_dlock_event_unix_ms_set_dlockc_5940d645706ccb02(uintptr_t arg1, swig_type_17 arg2);
-extern swig_type_18 _wrap_dlock_event_unix_ms_get_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern void _wrap_dlock_event_token_set_dlockc_5940d645706ccb02(uintptr_t arg1, swig_type_19 arg2);
-extern swig_type_20 _wrap_dlock_event_token_get_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern void _wrap_dlock_event_key_len_set_dlockc_5940d645706ccb02(uintptr_t arg1, swig_type_21 arg2);
-extern swig_type_22 _wrap_dlock_event_key_len_get_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern void _wrap_dlock_event_key_set_dlockc_5940d645706ccb02(uintptr_t arg1, swig_type_23 arg2);
-extern swig_type_24 _wrap_dlock_event_key_get_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern void _wrap_dlock_event_owner_set_dlockc_5940d645706ccb02(uintptr_t arg1, swig_type_25 arg2);
-extern swig_type_26 _wrap_dlock_event_owner_get_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern void _wrap_dlock_event_message_set_dlockc_5940d645706ccb02(uintptr_t arg1, swig_type_27 arg2);
-extern swig_type_28 _wrap_dlock_event_message_get_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern uintptr_t _wrap_new_dlock_event_dlockc_5940d645706ccb02(void);
-extern void _wrap_delete_dlock_event_dlockc_5940d645706ccb02(uintptr_t arg1);
-extern swig_intgo _wrap_dlock_client_next_event_dlockc_5940d645706ccb02(uintptr_t arg1, uintptr_t arg2, swig_type_29 arg3, uintptr_t arg4);
+typedef _gostring_ swig_type_29;
+typedef _gostring_ swig_type_30;
+typedef long long swig_type_31;
+extern void _wrap_Swig_free_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern uintptr_t _wrap_Swig_malloc_dlockc_a8ec82a49ad92fb7(swig_intgo arg1);
+extern uintptr_t _wrap_dlockswig_config_new_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern uintptr_t _wrap_dlockswig_client_open_dlockc_a8ec82a49ad92fb7(swig_type_1 arg1, uintptr_t arg2, uintptr_t arg3);
+extern uintptr_t _wrap_dlockswig_open_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_2 arg2, uintptr_t arg3, uintptr_t arg4);
+extern swig_type_3 _wrap_dlockswig_client_counter_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_4 arg2, uintptr_t arg3);
+extern swig_type_5 _wrap_dlockswig_client_cleanup_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, uintptr_t arg2);
+extern swig_intgo _wrap_DLOCK_OK_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_BUSY_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_E_INVALID_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_E_CONNECT_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_E_LOST_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_E_READONLY_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_E_UNSUPPORTED_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_E_DB_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_E_STATE_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_E_FORKED_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_E_POOL_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_E_UNKNOWN_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_E_INTERNAL_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_E_TIMEOUT_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_E_CANCELLED_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_E_MAX_HOLD_dlockc_a8ec82a49ad92fb7(void);
+extern void _wrap_dlock_error_code_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_dlock_error_code_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern void _wrap_dlock_error_server_errno_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_dlock_error_server_errno_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern void _wrap_dlock_error_message_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_6 arg2);
+extern swig_type_7 _wrap_dlock_error_message_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern uintptr_t _wrap_new_dlock_error_dlockc_a8ec82a49ad92fb7(void);
+extern void _wrap_delete_dlock_error_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern swig_intgo _wrap_DLOCK_STATE_IDLE_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_STATE_HELD_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_STATE_LOST_dlockc_a8ec82a49ad92fb7(void);
+extern swig_type_8 _wrap_dlock_version_dlockc_a8ec82a49ad92fb7(void);
+extern swig_type_9 _wrap_dlock_code_name_dlockc_a8ec82a49ad92fb7(swig_intgo arg1);
+extern void _wrap_dlock_config_free_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern swig_intgo _wrap_dlock_config_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_10 arg2, swig_type_11 arg3, uintptr_t arg4);
+extern void _wrap_dlock_client_close_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern void _wrap_dlock_close_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern swig_intgo _wrap_dlock_try_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_12 arg2, uintptr_t arg3);
+extern swig_intgo _wrap_dlock_renew_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, uintptr_t arg2);
+extern swig_intgo _wrap_dlock_release_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, uintptr_t arg2);
+extern swig_intgo _wrap_dlock_rollback_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, uintptr_t arg2);
+extern swig_intgo _wrap_dlock_begin_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, uintptr_t arg2);
+extern swig_intgo _wrap_dlock_wait_lost_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_13 arg2, uintptr_t arg3);
+extern swig_intgo _wrap_dlock_cancel_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern swig_intgo _wrap_dlock_state_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern swig_intgo _wrap_dlock_held_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern swig_type_14 _wrap_dlock_owner_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern swig_type_15 _wrap_dlock_owner_copy_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_16 arg2);
+extern swig_type_17 _wrap_dlock_token_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern swig_type_18 _wrap_dlock_remaining_ms_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern swig_intgo _wrap_dlock_hold_count_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern swig_intgo _wrap_DLOCK_EVENT_LOST_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_EVENT_MAX_HOLD_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_EVENT_CLEANUP_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_SEVERITY_INFO_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_SEVERITY_WARNING_dlockc_a8ec82a49ad92fb7(void);
+extern swig_intgo _wrap_DLOCK_SEVERITY_CRITICAL_dlockc_a8ec82a49ad92fb7(void);
+extern void _wrap_dlock_event_kind_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_dlock_event_kind_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern void _wrap_dlock_event_severity_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_dlock_event_severity_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern void _wrap_dlock_event_unix_ms_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_19 arg2);
+extern swig_type_20 _wrap_dlock_event_unix_ms_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern void _wrap_dlock_event_token_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_21 arg2);
+extern swig_type_22 _wrap_dlock_event_token_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern void _wrap_dlock_event_key_len_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_23 arg2);
+extern swig_type_24 _wrap_dlock_event_key_len_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern void _wrap_dlock_event_key_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_25 arg2);
+extern swig_type_26 _wrap_dlock_event_key_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern void _wrap_dlock_event_owner_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_27 arg2);
+extern swig_type_28 _wrap_dlock_event_owner_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern void _wrap_dlock_event_message_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_29 arg2);
+extern swig_type_30 _wrap_dlock_event_message_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern uintptr_t _wrap_new_dlock_event_dlockc_a8ec82a49ad92fb7(void);
+extern void _wrap_delete_dlock_event_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern swig_intgo _wrap_dlock_client_next_event_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, uintptr_t arg2, swig_type_31 arg3, uintptr_t arg4);
 #undef intgo
 */
 import "C"
@@ -166,20 +169,20 @@ type _ sync.Mutex
 
 func Swig_free(arg1 uintptr) {
 	_swig_i_0 := arg1
-	C._wrap_Swig_free_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0))
+	C._wrap_Swig_free_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0))
 }
 
 func Swig_malloc(arg1 int) (_swig_ret uintptr) {
 	var swig_r uintptr
 	_swig_i_0 := arg1
-	swig_r = (uintptr)(C._wrap_Swig_malloc_dlockc_5940d645706ccb02(C.swig_intgo(_swig_i_0)))
+	swig_r = (uintptr)(C._wrap_Swig_malloc_dlockc_a8ec82a49ad92fb7(C.swig_intgo(_swig_i_0)))
 	return swig_r
 }
 
 func Dlockswig_config_new(arg1 Dlock_error) (_swig_ret Struct_SS_dlock_config) {
 	var swig_r Struct_SS_dlock_config
 	_swig_i_0 := getSwigcptr(arg1)
-	swig_r = (Struct_SS_dlock_config)(SwigcptrStruct_SS_dlock_config(C._wrap_dlockswig_config_new_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0))))
+	swig_r = (Struct_SS_dlock_config)(SwigcptrStruct_SS_dlock_config(C._wrap_dlockswig_config_new_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0))))
 	return swig_r
 }
 
@@ -188,7 +191,7 @@ func Dlockswig_client_open(arg1 string, arg2 Struct_SS_dlock_config, arg3 Dlock_
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (Struct_SS_dlock_client)(SwigcptrStruct_SS_dlock_client(C._wrap_dlockswig_client_open_dlockc_5940d645706ccb02(*(*C.swig_type_1)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2))))
+	swig_r = (Struct_SS_dlock_client)(SwigcptrStruct_SS_dlock_client(C._wrap_dlockswig_client_open_dlockc_a8ec82a49ad92fb7(*(*C.swig_type_1)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -201,7 +204,7 @@ func Dlockswig_open(arg1 Struct_SS_dlock_client, arg2 string, arg3 Struct_SS_dlo
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := getSwigcptr(arg4)
-	swig_r = (Struct_SS_dlock_lock)(SwigcptrStruct_SS_dlock_lock(C._wrap_dlockswig_open_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), *(*C.swig_type_2)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3))))
+	swig_r = (Struct_SS_dlock_lock)(SwigcptrStruct_SS_dlock_lock(C._wrap_dlockswig_open_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), *(*C.swig_type_2)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -213,7 +216,7 @@ func Dlockswig_client_counter(arg1 Struct_SS_dlock_client, arg2 string, arg3 Dlo
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (uint64)(C._wrap_dlockswig_client_counter_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), *(*C.swig_type_4)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2)))
+	swig_r = (uint64)(C._wrap_dlockswig_client_counter_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), *(*C.swig_type_4)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -224,19 +227,19 @@ func Dlockswig_client_cleanup(arg1 Struct_SS_dlock_client, arg2 Dlock_error) (_s
 	var swig_r uint64
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (uint64)(C._wrap_dlockswig_client_cleanup_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
+	swig_r = (uint64)(C._wrap_dlockswig_client_cleanup_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
 	return swig_r
 }
 
 const DLOCK_VERSION_MAJOR int = 1
-const DLOCK_VERSION_MINOR int = 0
+const DLOCK_VERSION_MINOR int = 1
 const DLOCK_VERSION_PATCH int = 0
 
 type Enum_SS_dlock_code int
 
 func _swig_getDLOCK_OK() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_OK_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_OK_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -244,7 +247,7 @@ var DLOCK_OK Enum_SS_dlock_code = _swig_getDLOCK_OK()
 
 func _swig_getDLOCK_BUSY() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_BUSY_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_BUSY_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -252,7 +255,7 @@ var DLOCK_BUSY Enum_SS_dlock_code = _swig_getDLOCK_BUSY()
 
 func _swig_getDLOCK_E_INVALID() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_INVALID_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_INVALID_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -260,7 +263,7 @@ var DLOCK_E_INVALID Enum_SS_dlock_code = _swig_getDLOCK_E_INVALID()
 
 func _swig_getDLOCK_E_CONNECT() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_CONNECT_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_CONNECT_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -268,7 +271,7 @@ var DLOCK_E_CONNECT Enum_SS_dlock_code = _swig_getDLOCK_E_CONNECT()
 
 func _swig_getDLOCK_E_LOST() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_LOST_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_LOST_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -276,7 +279,7 @@ var DLOCK_E_LOST Enum_SS_dlock_code = _swig_getDLOCK_E_LOST()
 
 func _swig_getDLOCK_E_READONLY() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_READONLY_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_READONLY_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -284,7 +287,7 @@ var DLOCK_E_READONLY Enum_SS_dlock_code = _swig_getDLOCK_E_READONLY()
 
 func _swig_getDLOCK_E_UNSUPPORTED() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_UNSUPPORTED_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_UNSUPPORTED_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -292,7 +295,7 @@ var DLOCK_E_UNSUPPORTED Enum_SS_dlock_code = _swig_getDLOCK_E_UNSUPPORTED()
 
 func _swig_getDLOCK_E_DB() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_DB_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_DB_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -300,7 +303,7 @@ var DLOCK_E_DB Enum_SS_dlock_code = _swig_getDLOCK_E_DB()
 
 func _swig_getDLOCK_E_STATE() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_STATE_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_STATE_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -308,7 +311,7 @@ var DLOCK_E_STATE Enum_SS_dlock_code = _swig_getDLOCK_E_STATE()
 
 func _swig_getDLOCK_E_FORKED() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_FORKED_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_FORKED_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -316,7 +319,7 @@ var DLOCK_E_FORKED Enum_SS_dlock_code = _swig_getDLOCK_E_FORKED()
 
 func _swig_getDLOCK_E_POOL() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_POOL_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_POOL_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -324,7 +327,7 @@ var DLOCK_E_POOL Enum_SS_dlock_code = _swig_getDLOCK_E_POOL()
 
 func _swig_getDLOCK_E_UNKNOWN() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_UNKNOWN_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_UNKNOWN_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -332,7 +335,7 @@ var DLOCK_E_UNKNOWN Enum_SS_dlock_code = _swig_getDLOCK_E_UNKNOWN()
 
 func _swig_getDLOCK_E_INTERNAL() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_INTERNAL_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_INTERNAL_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -340,7 +343,7 @@ var DLOCK_E_INTERNAL Enum_SS_dlock_code = _swig_getDLOCK_E_INTERNAL()
 
 func _swig_getDLOCK_E_TIMEOUT() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_TIMEOUT_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_TIMEOUT_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -348,7 +351,7 @@ var DLOCK_E_TIMEOUT Enum_SS_dlock_code = _swig_getDLOCK_E_TIMEOUT()
 
 func _swig_getDLOCK_E_CANCELLED() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_CANCELLED_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_CANCELLED_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -356,7 +359,7 @@ var DLOCK_E_CANCELLED Enum_SS_dlock_code = _swig_getDLOCK_E_CANCELLED()
 
 func _swig_getDLOCK_E_MAX_HOLD() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_MAX_HOLD_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_MAX_HOLD_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -374,33 +377,33 @@ func (p SwigcptrDlock_error) SwigIsDlock_error() {
 func (arg1 SwigcptrDlock_error) SetCode(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_error_code_set_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_dlock_error_code_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_error) GetCode() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_dlock_error_code_get_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_dlock_error_code_get_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDlock_error) SetServer_errno(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_error_server_errno_set_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_dlock_error_server_errno_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_error) GetServer_errno() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_dlock_error_server_errno_get_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_dlock_error_server_errno_get_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDlock_error) SetMessage(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_error_message_set_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), *(*C.swig_type_6)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_dlock_error_message_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), *(*C.swig_type_6)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -409,7 +412,7 @@ func (arg1 SwigcptrDlock_error) SetMessage(arg2 string) {
 func (arg1 SwigcptrDlock_error) GetMessage() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_dlock_error_message_get_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_dlock_error_message_get_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
 	swig_r_1 = string([]byte(swig_r))
@@ -418,13 +421,13 @@ func (arg1 SwigcptrDlock_error) GetMessage() (_swig_ret string) {
 
 func NewDlock_error() (_swig_ret Dlock_error) {
 	var swig_r Dlock_error
-	swig_r = (Dlock_error)(SwigcptrDlock_error(C._wrap_new_dlock_error_dlockc_5940d645706ccb02()))
+	swig_r = (Dlock_error)(SwigcptrDlock_error(C._wrap_new_dlock_error_dlockc_a8ec82a49ad92fb7()))
 	return swig_r
 }
 
 func DeleteDlock_error(arg1 Dlock_error) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_dlock_error_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_dlock_error_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0))
 }
 
 type Dlock_error interface {
@@ -445,7 +448,7 @@ type Enum_SS_dlock_state_t int
 
 func _swig_getDLOCK_STATE_IDLE() (_swig_ret Enum_SS_dlock_state_t) {
 	var swig_r Enum_SS_dlock_state_t
-	swig_r = (Enum_SS_dlock_state_t)(C._wrap_DLOCK_STATE_IDLE_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_state_t)(C._wrap_DLOCK_STATE_IDLE_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -453,7 +456,7 @@ var DLOCK_STATE_IDLE Enum_SS_dlock_state_t = _swig_getDLOCK_STATE_IDLE()
 
 func _swig_getDLOCK_STATE_HELD() (_swig_ret Enum_SS_dlock_state_t) {
 	var swig_r Enum_SS_dlock_state_t
-	swig_r = (Enum_SS_dlock_state_t)(C._wrap_DLOCK_STATE_HELD_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_state_t)(C._wrap_DLOCK_STATE_HELD_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -461,7 +464,7 @@ var DLOCK_STATE_HELD Enum_SS_dlock_state_t = _swig_getDLOCK_STATE_HELD()
 
 func _swig_getDLOCK_STATE_LOST() (_swig_ret Enum_SS_dlock_state_t) {
 	var swig_r Enum_SS_dlock_state_t
-	swig_r = (Enum_SS_dlock_state_t)(C._wrap_DLOCK_STATE_LOST_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_state_t)(C._wrap_DLOCK_STATE_LOST_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -469,7 +472,7 @@ var DLOCK_STATE_LOST Enum_SS_dlock_state_t = _swig_getDLOCK_STATE_LOST()
 
 func Dlock_version() (_swig_ret string) {
 	var swig_r string
-	swig_r_p := C._wrap_dlock_version_dlockc_5940d645706ccb02()
+	swig_r_p := C._wrap_dlock_version_dlockc_a8ec82a49ad92fb7()
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
 	swig_r_1 = string([]byte(swig_r))
@@ -479,7 +482,7 @@ func Dlock_version() (_swig_ret string) {
 func Dlock_code_name(arg1 int) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_dlock_code_name_dlockc_5940d645706ccb02(C.swig_intgo(_swig_i_0))
+	swig_r_p := C._wrap_dlock_code_name_dlockc_a8ec82a49ad92fb7(C.swig_intgo(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
 	swig_r_1 = string([]byte(swig_r))
@@ -488,7 +491,7 @@ func Dlock_code_name(arg1 int) (_swig_ret string) {
 
 func Dlock_config_free(arg1 Struct_SS_dlock_config) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_dlock_config_free_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0))
+	C._wrap_dlock_config_free_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0))
 }
 
 func Dlock_config_set(arg1 Struct_SS_dlock_config, arg2 string, arg3 string, arg4 Dlock_error) (_swig_ret int) {
@@ -497,7 +500,7 @@ func Dlock_config_set(arg1 Struct_SS_dlock_config, arg2 string, arg3 string, arg
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := getSwigcptr(arg4)
-	swig_r = (int)(C._wrap_dlock_config_set_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), *(*C.swig_type_10)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_11)(unsafe.Pointer(&_swig_i_2)), C.uintptr_t(_swig_i_3)))
+	swig_r = (int)(C._wrap_dlock_config_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), *(*C.swig_type_10)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_11)(unsafe.Pointer(&_swig_i_2)), C.uintptr_t(_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -509,12 +512,12 @@ func Dlock_config_set(arg1 Struct_SS_dlock_config, arg2 string, arg3 string, arg
 
 func Dlock_client_close(arg1 Struct_SS_dlock_client) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_dlock_client_close_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0))
+	C._wrap_dlock_client_close_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0))
 }
 
 func Dlock_close(arg1 Struct_SS_dlock_lock) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_dlock_close_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0))
+	C._wrap_dlock_close_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0))
 }
 
 func Dlock_try(arg1 Struct_SS_dlock_lock, arg2 int64, arg3 Dlock_error) (_swig_ret int) {
@@ -522,7 +525,7 @@ func Dlock_try(arg1 Struct_SS_dlock_lock, arg2 int64, arg3 Dlock_error) (_swig_r
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (int)(C._wrap_dlock_try_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), C.swig_type_12(_swig_i_1), C.uintptr_t(_swig_i_2)))
+	swig_r = (int)(C._wrap_dlock_try_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.swig_type_12(_swig_i_1), C.uintptr_t(_swig_i_2)))
 	return swig_r
 }
 
@@ -530,7 +533,7 @@ func Dlock_renew(arg1 Struct_SS_dlock_lock, arg2 Dlock_error) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (int)(C._wrap_dlock_renew_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
+	swig_r = (int)(C._wrap_dlock_renew_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
 	return swig_r
 }
 
@@ -538,7 +541,7 @@ func Dlock_release(arg1 Struct_SS_dlock_lock, arg2 Dlock_error) (_swig_ret int) 
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (int)(C._wrap_dlock_release_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
+	swig_r = (int)(C._wrap_dlock_release_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
 	return swig_r
 }
 
@@ -546,7 +549,7 @@ func Dlock_rollback(arg1 Struct_SS_dlock_lock, arg2 Dlock_error) (_swig_ret int)
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (int)(C._wrap_dlock_rollback_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
+	swig_r = (int)(C._wrap_dlock_rollback_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
 	return swig_r
 }
 
@@ -554,7 +557,7 @@ func Dlock_begin(arg1 Struct_SS_dlock_lock, arg2 Dlock_error) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (int)(C._wrap_dlock_begin_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
+	swig_r = (int)(C._wrap_dlock_begin_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
 	return swig_r
 }
 
@@ -563,59 +566,70 @@ func Dlock_wait_lost(arg1 Struct_SS_dlock_lock, arg2 int64, arg3 Dlock_error) (_
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (int)(C._wrap_dlock_wait_lost_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), C.swig_type_13(_swig_i_1), C.uintptr_t(_swig_i_2)))
+	swig_r = (int)(C._wrap_dlock_wait_lost_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.swig_type_13(_swig_i_1), C.uintptr_t(_swig_i_2)))
 	return swig_r
 }
 
 func Dlock_cancel(arg1 Struct_SS_dlock_lock) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
-	swig_r = (int)(C._wrap_dlock_cancel_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_dlock_cancel_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func Dlock_state(arg1 Struct_SS_dlock_lock) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
-	swig_r = (int)(C._wrap_dlock_state_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_dlock_state_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func Dlock_held(arg1 Struct_SS_dlock_lock) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
-	swig_r = (int)(C._wrap_dlock_held_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_dlock_held_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func Dlock_owner(arg1 Struct_SS_dlock_lock) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := getSwigcptr(arg1)
-	swig_r_p := C._wrap_dlock_owner_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_dlock_owner_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
 	swig_r_1 = string([]byte(swig_r))
 	return swig_r_1
 }
 
+func Dlock_owner_copy(arg1 Struct_SS_dlock_lock, arg2 []byte) (_swig_ret int64) {
+	var swig_r int64
+	_swig_i_0 := getSwigcptr(arg1)
+	_swig_i_1 := arg2
+	swig_r = (int64)(C._wrap_dlock_owner_copy_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), *(*C.swig_type_16)(unsafe.Pointer(&_swig_i_1))))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+	return swig_r
+}
+
 func Dlock_token(arg1 Struct_SS_dlock_lock) (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := getSwigcptr(arg1)
-	swig_r = (uint64)(C._wrap_dlock_token_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_dlock_token_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func Dlock_remaining_ms(arg1 Struct_SS_dlock_lock) (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := getSwigcptr(arg1)
-	swig_r = (int64)(C._wrap_dlock_remaining_ms_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_dlock_remaining_ms_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func Dlock_hold_count(arg1 Struct_SS_dlock_lock) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
-	swig_r = (int)(C._wrap_dlock_hold_count_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_dlock_hold_count_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
@@ -623,7 +637,7 @@ type Enum_SS_dlock_event_type int
 
 func _swig_getDLOCK_EVENT_LOST() (_swig_ret Enum_SS_dlock_event_type) {
 	var swig_r Enum_SS_dlock_event_type
-	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_LOST_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_LOST_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -631,7 +645,7 @@ var DLOCK_EVENT_LOST Enum_SS_dlock_event_type = _swig_getDLOCK_EVENT_LOST()
 
 func _swig_getDLOCK_EVENT_MAX_HOLD() (_swig_ret Enum_SS_dlock_event_type) {
 	var swig_r Enum_SS_dlock_event_type
-	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_MAX_HOLD_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_MAX_HOLD_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -639,7 +653,7 @@ var DLOCK_EVENT_MAX_HOLD Enum_SS_dlock_event_type = _swig_getDLOCK_EVENT_MAX_HOL
 
 func _swig_getDLOCK_EVENT_RELEASE_GONE() (_swig_ret Enum_SS_dlock_event_type) {
 	var swig_r Enum_SS_dlock_event_type
-	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -647,7 +661,7 @@ var DLOCK_EVENT_RELEASE_GONE Enum_SS_dlock_event_type = _swig_getDLOCK_EVENT_REL
 
 func _swig_getDLOCK_EVENT_RENEW_RETRY() (_swig_ret Enum_SS_dlock_event_type) {
 	var swig_r Enum_SS_dlock_event_type
-	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -655,7 +669,7 @@ var DLOCK_EVENT_RENEW_RETRY Enum_SS_dlock_event_type = _swig_getDLOCK_EVENT_RENE
 
 func _swig_getDLOCK_EVENT_CLEANUP() (_swig_ret Enum_SS_dlock_event_type) {
 	var swig_r Enum_SS_dlock_event_type
-	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_CLEANUP_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_CLEANUP_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -665,7 +679,7 @@ type Enum_SS_dlock_severity int
 
 func _swig_getDLOCK_SEVERITY_INFO() (_swig_ret Enum_SS_dlock_severity) {
 	var swig_r Enum_SS_dlock_severity
-	swig_r = (Enum_SS_dlock_severity)(C._wrap_DLOCK_SEVERITY_INFO_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_severity)(C._wrap_DLOCK_SEVERITY_INFO_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -673,7 +687,7 @@ var DLOCK_SEVERITY_INFO Enum_SS_dlock_severity = _swig_getDLOCK_SEVERITY_INFO()
 
 func _swig_getDLOCK_SEVERITY_WARNING() (_swig_ret Enum_SS_dlock_severity) {
 	var swig_r Enum_SS_dlock_severity
-	swig_r = (Enum_SS_dlock_severity)(C._wrap_DLOCK_SEVERITY_WARNING_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_severity)(C._wrap_DLOCK_SEVERITY_WARNING_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -681,7 +695,7 @@ var DLOCK_SEVERITY_WARNING Enum_SS_dlock_severity = _swig_getDLOCK_SEVERITY_WARN
 
 func _swig_getDLOCK_SEVERITY_CRITICAL() (_swig_ret Enum_SS_dlock_severity) {
 	var swig_r Enum_SS_dlock_severity
-	swig_r = (Enum_SS_dlock_severity)(C._wrap_DLOCK_SEVERITY_CRITICAL_dlockc_5940d645706ccb02())
+	swig_r = (Enum_SS_dlock_severity)(C._wrap_DLOCK_SEVERITY_CRITICAL_dlockc_a8ec82a49ad92fb7())
 	return swig_r
 }
 
@@ -699,72 +713,72 @@ func (p SwigcptrDlock_event) SwigIsDlock_event() {
 func (arg1 SwigcptrDlock_event) SetKind(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_kind_set_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_dlock_event_kind_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_event) GetKind() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_dlock_event_kind_get_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_dlock_event_kind_get_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDlock_event) SetSeverity(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_severity_set_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_dlock_event_severity_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_event) GetSeverity() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_dlock_event_severity_get_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_dlock_event_severity_get_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDlock_event) SetUnix_ms(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_unix_ms_set_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), C.swig_type_17(_swig_i_1))
+	C._wrap_dlock_event_unix_ms_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.swig_type_19(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_event) GetUnix_ms() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_dlock_event_unix_ms_get_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_dlock_event_unix_ms_get_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDlock_event) SetToken(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_token_set_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), C.swig_type_19(_swig_i_1))
+	C._wrap_dlock_event_token_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.swig_type_21(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_event) GetToken() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_dlock_event_token_get_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_dlock_event_token_get_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDlock_event) SetKey_len(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_key_len_set_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), C.swig_type_21(_swig_i_1))
+	C._wrap_dlock_event_key_len_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.swig_type_23(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_event) GetKey_len() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_dlock_event_key_len_get_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_dlock_event_key_len_get_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDlock_event) SetKey(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_key_set_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), *(*C.swig_type_23)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_dlock_event_key_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), *(*C.swig_type_25)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -773,7 +787,7 @@ func (arg1 SwigcptrDlock_event) SetKey(arg2 string) {
 func (arg1 SwigcptrDlock_event) GetKey() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_dlock_event_key_get_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_dlock_event_key_get_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
 	swig_r_1 = string([]byte(swig_r))
@@ -783,7 +797,7 @@ func (arg1 SwigcptrDlock_event) GetKey() (_swig_ret string) {
 func (arg1 SwigcptrDlock_event) SetOwner(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_owner_set_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), *(*C.swig_type_25)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_dlock_event_owner_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), *(*C.swig_type_27)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -792,7 +806,7 @@ func (arg1 SwigcptrDlock_event) SetOwner(arg2 string) {
 func (arg1 SwigcptrDlock_event) GetOwner() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_dlock_event_owner_get_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_dlock_event_owner_get_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
 	swig_r_1 = string([]byte(swig_r))
@@ -802,7 +816,7 @@ func (arg1 SwigcptrDlock_event) GetOwner() (_swig_ret string) {
 func (arg1 SwigcptrDlock_event) SetMessage(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_message_set_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), *(*C.swig_type_27)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_dlock_event_message_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), *(*C.swig_type_29)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -811,7 +825,7 @@ func (arg1 SwigcptrDlock_event) SetMessage(arg2 string) {
 func (arg1 SwigcptrDlock_event) GetMessage() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_dlock_event_message_get_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_dlock_event_message_get_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
 	swig_r_1 = string([]byte(swig_r))
@@ -820,13 +834,13 @@ func (arg1 SwigcptrDlock_event) GetMessage() (_swig_ret string) {
 
 func NewDlock_event() (_swig_ret Dlock_event) {
 	var swig_r Dlock_event
-	swig_r = (Dlock_event)(SwigcptrDlock_event(C._wrap_new_dlock_event_dlockc_5940d645706ccb02()))
+	swig_r = (Dlock_event)(SwigcptrDlock_event(C._wrap_new_dlock_event_dlockc_a8ec82a49ad92fb7()))
 	return swig_r
 }
 
 func DeleteDlock_event(arg1 Dlock_event) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_dlock_event_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_dlock_event_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0))
 }
 
 type Dlock_event interface {
@@ -856,7 +870,7 @@ func Dlock_client_next_event(arg1 Struct_SS_dlock_client, arg2 Dlock_event, arg3
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := getSwigcptr(arg4)
-	swig_r = (int)(C._wrap_dlock_client_next_event_dlockc_5940d645706ccb02(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_29(_swig_i_2), C.uintptr_t(_swig_i_3)))
+	swig_r = (int)(C._wrap_dlock_client_next_event_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_31(_swig_i_2), C.uintptr_t(_swig_i_3)))
 	return swig_r
 }
 

@@ -219,7 +219,7 @@ static uint64_t dlockswig_client_cleanup(dlock_client *client, dlock_error *err)
 extern "C" {
 #endif
 
-void _wrap_Swig_free_dlockc_5940d645706ccb02(void *_swig_go_0) {
+void _wrap_Swig_free_dlockc_a8ec82a49ad92fb7(void *_swig_go_0) {
   void *arg1 = (void *) 0 ;
   
   arg1 = *(void **)&_swig_go_0; 
@@ -229,7 +229,7 @@ void _wrap_Swig_free_dlockc_5940d645706ccb02(void *_swig_go_0) {
 }
 
 
-void *_wrap_Swig_malloc_dlockc_5940d645706ccb02(intgo _swig_go_0) {
+void *_wrap_Swig_malloc_dlockc_a8ec82a49ad92fb7(intgo _swig_go_0) {
   int arg1 ;
   void *result = 0 ;
   void *_swig_go_result;
@@ -242,7 +242,7 @@ void *_wrap_Swig_malloc_dlockc_5940d645706ccb02(intgo _swig_go_0) {
 }
 
 
-struct dlock_config *_wrap_dlockswig_config_new_dlockc_5940d645706ccb02(struct dlock_error *_swig_go_0) {
+struct dlock_config *_wrap_dlockswig_config_new_dlockc_a8ec82a49ad92fb7(struct dlock_error *_swig_go_0) {
   dlock_error *arg1 = (dlock_error *) 0 ;
   dlock_config *result = 0 ;
   struct dlock_config *_swig_go_result;
@@ -255,7 +255,7 @@ struct dlock_config *_wrap_dlockswig_config_new_dlockc_5940d645706ccb02(struct d
 }
 
 
-struct dlock_client *_wrap_dlockswig_client_open_dlockc_5940d645706ccb02(_gostring_ _swig_go_0, struct dlock_config *_swig_go_1, struct dlock_error *_swig_go_2) {
+struct dlock_client *_wrap_dlockswig_client_open_dlockc_a8ec82a49ad92fb7(_gostring_ _swig_go_0, struct dlock_config *_swig_go_1, struct dlock_error *_swig_go_2) {
   char *arg1 = (char *) 0 ;
   dlock_config *arg2 = (dlock_config *) 0 ;
   dlock_error *arg3 = (dlock_error *) 0 ;
@@ -277,7 +277,7 @@ struct dlock_client *_wrap_dlockswig_client_open_dlockc_5940d645706ccb02(_gostri
 }
 
 
-struct dlock_lock *_wrap_dlockswig_open_dlockc_5940d645706ccb02(struct dlock_client *_swig_go_0, _gostring_ _swig_go_1, struct dlock_config *_swig_go_2, struct dlock_error *_swig_go_3) {
+struct dlock_lock *_wrap_dlockswig_open_dlockc_a8ec82a49ad92fb7(struct dlock_client *_swig_go_0, _gostring_ _swig_go_1, struct dlock_config *_swig_go_2, struct dlock_error *_swig_go_3) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   char *arg2 = (char *) 0 ;
   size_t arg3 ;
@@ -300,7 +300,7 @@ struct dlock_lock *_wrap_dlockswig_open_dlockc_5940d645706ccb02(struct dlock_cli
 }
 
 
-long long _wrap_dlockswig_client_counter_dlockc_5940d645706ccb02(struct dlock_client *_swig_go_0, _gostring_ _swig_go_1, struct dlock_error *_swig_go_2) {
+long long _wrap_dlockswig_client_counter_dlockc_a8ec82a49ad92fb7(struct dlock_client *_swig_go_0, _gostring_ _swig_go_1, struct dlock_error *_swig_go_2) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   char *arg2 = (char *) 0 ;
   dlock_error *arg3 = (dlock_error *) 0 ;
@@ -322,7 +322,7 @@ long long _wrap_dlockswig_client_counter_dlockc_5940d645706ccb02(struct dlock_cl
 }
 
 
-long long _wrap_dlockswig_client_cleanup_dlockc_5940d645706ccb02(struct dlock_client *_swig_go_0, struct dlock_error *_swig_go_1) {
+long long _wrap_dlockswig_client_cleanup_dlockc_a8ec82a49ad92fb7(struct dlock_client *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   uint64_t result;
@@ -337,7 +337,7 @@ long long _wrap_dlockswig_client_cleanup_dlockc_5940d645706ccb02(struct dlock_cl
 }
 
 
-intgo _wrap_DLOCK_OK_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_OK_dlockc_a8ec82a49ad92fb7() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -349,7 +349,7 @@ intgo _wrap_DLOCK_OK_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_BUSY_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_BUSY_dlockc_a8ec82a49ad92fb7() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -361,7 +361,7 @@ intgo _wrap_DLOCK_BUSY_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_E_INVALID_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_E_INVALID_dlockc_a8ec82a49ad92fb7() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -373,7 +373,7 @@ intgo _wrap_DLOCK_E_INVALID_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_E_CONNECT_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_E_CONNECT_dlockc_a8ec82a49ad92fb7() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -385,7 +385,7 @@ intgo _wrap_DLOCK_E_CONNECT_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_E_LOST_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_E_LOST_dlockc_a8ec82a49ad92fb7() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -397,7 +397,7 @@ intgo _wrap_DLOCK_E_LOST_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_E_READONLY_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_E_READONLY_dlockc_a8ec82a49ad92fb7() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -409,7 +409,7 @@ intgo _wrap_DLOCK_E_READONLY_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_E_UNSUPPORTED_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_E_UNSUPPORTED_dlockc_a8ec82a49ad92fb7() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -421,7 +421,7 @@ intgo _wrap_DLOCK_E_UNSUPPORTED_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_E_DB_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_E_DB_dlockc_a8ec82a49ad92fb7() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -433,7 +433,7 @@ intgo _wrap_DLOCK_E_DB_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_E_STATE_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_E_STATE_dlockc_a8ec82a49ad92fb7() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -445,7 +445,7 @@ intgo _wrap_DLOCK_E_STATE_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_E_FORKED_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_E_FORKED_dlockc_a8ec82a49ad92fb7() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -457,7 +457,7 @@ intgo _wrap_DLOCK_E_FORKED_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_E_POOL_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_E_POOL_dlockc_a8ec82a49ad92fb7() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -469,7 +469,7 @@ intgo _wrap_DLOCK_E_POOL_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_E_UNKNOWN_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_E_UNKNOWN_dlockc_a8ec82a49ad92fb7() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -481,7 +481,7 @@ intgo _wrap_DLOCK_E_UNKNOWN_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_E_INTERNAL_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_E_INTERNAL_dlockc_a8ec82a49ad92fb7() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -493,7 +493,7 @@ intgo _wrap_DLOCK_E_INTERNAL_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_E_TIMEOUT_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_E_TIMEOUT_dlockc_a8ec82a49ad92fb7() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -505,7 +505,7 @@ intgo _wrap_DLOCK_E_TIMEOUT_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_E_CANCELLED_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_E_CANCELLED_dlockc_a8ec82a49ad92fb7() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -517,7 +517,7 @@ intgo _wrap_DLOCK_E_CANCELLED_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_E_MAX_HOLD_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_E_MAX_HOLD_dlockc_a8ec82a49ad92fb7() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -529,7 +529,7 @@ intgo _wrap_DLOCK_E_MAX_HOLD_dlockc_5940d645706ccb02() {
 }
 
 
-void _wrap_dlock_error_code_set_dlockc_5940d645706ccb02(struct dlock_error *_swig_go_0, intgo _swig_go_1) {
+void _wrap_dlock_error_code_set_dlockc_a8ec82a49ad92fb7(struct dlock_error *_swig_go_0, intgo _swig_go_1) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   int arg2 ;
   
@@ -541,7 +541,7 @@ void _wrap_dlock_error_code_set_dlockc_5940d645706ccb02(struct dlock_error *_swi
 }
 
 
-intgo _wrap_dlock_error_code_get_dlockc_5940d645706ccb02(struct dlock_error *_swig_go_0) {
+intgo _wrap_dlock_error_code_get_dlockc_a8ec82a49ad92fb7(struct dlock_error *_swig_go_0) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -554,7 +554,7 @@ intgo _wrap_dlock_error_code_get_dlockc_5940d645706ccb02(struct dlock_error *_sw
 }
 
 
-void _wrap_dlock_error_server_errno_set_dlockc_5940d645706ccb02(struct dlock_error *_swig_go_0, intgo _swig_go_1) {
+void _wrap_dlock_error_server_errno_set_dlockc_a8ec82a49ad92fb7(struct dlock_error *_swig_go_0, intgo _swig_go_1) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   int arg2 ;
   
@@ -566,7 +566,7 @@ void _wrap_dlock_error_server_errno_set_dlockc_5940d645706ccb02(struct dlock_err
 }
 
 
-intgo _wrap_dlock_error_server_errno_get_dlockc_5940d645706ccb02(struct dlock_error *_swig_go_0) {
+intgo _wrap_dlock_error_server_errno_get_dlockc_a8ec82a49ad92fb7(struct dlock_error *_swig_go_0) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -579,7 +579,7 @@ intgo _wrap_dlock_error_server_errno_get_dlockc_5940d645706ccb02(struct dlock_er
 }
 
 
-void _wrap_dlock_error_message_set_dlockc_5940d645706ccb02(struct dlock_error *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_dlock_error_message_set_dlockc_a8ec82a49ad92fb7(struct dlock_error *_swig_go_0, _gostring_ _swig_go_1) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   char *arg2 ;
   
@@ -603,7 +603,7 @@ void _wrap_dlock_error_message_set_dlockc_5940d645706ccb02(struct dlock_error *_
 }
 
 
-_gostring_ _wrap_dlock_error_message_get_dlockc_5940d645706ccb02(struct dlock_error *_swig_go_0) {
+_gostring_ _wrap_dlock_error_message_get_dlockc_a8ec82a49ad92fb7(struct dlock_error *_swig_go_0) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -619,7 +619,7 @@ _gostring_ _wrap_dlock_error_message_get_dlockc_5940d645706ccb02(struct dlock_er
 }
 
 
-struct dlock_error *_wrap_new_dlock_error_dlockc_5940d645706ccb02() {
+struct dlock_error *_wrap_new_dlock_error_dlockc_a8ec82a49ad92fb7() {
   struct dlock_error *result = 0 ;
   struct dlock_error *_swig_go_result;
   
@@ -630,7 +630,7 @@ struct dlock_error *_wrap_new_dlock_error_dlockc_5940d645706ccb02() {
 }
 
 
-void _wrap_delete_dlock_error_dlockc_5940d645706ccb02(struct dlock_error *_swig_go_0) {
+void _wrap_delete_dlock_error_dlockc_a8ec82a49ad92fb7(struct dlock_error *_swig_go_0) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   
   arg1 = *(struct dlock_error **)&_swig_go_0; 
@@ -640,7 +640,7 @@ void _wrap_delete_dlock_error_dlockc_5940d645706ccb02(struct dlock_error *_swig_
 }
 
 
-intgo _wrap_DLOCK_STATE_IDLE_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_STATE_IDLE_dlockc_a8ec82a49ad92fb7() {
   enum dlock_state_t result;
   intgo _swig_go_result;
   
@@ -652,7 +652,7 @@ intgo _wrap_DLOCK_STATE_IDLE_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_STATE_HELD_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_STATE_HELD_dlockc_a8ec82a49ad92fb7() {
   enum dlock_state_t result;
   intgo _swig_go_result;
   
@@ -664,7 +664,7 @@ intgo _wrap_DLOCK_STATE_HELD_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_STATE_LOST_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_STATE_LOST_dlockc_a8ec82a49ad92fb7() {
   enum dlock_state_t result;
   intgo _swig_go_result;
   
@@ -676,7 +676,7 @@ intgo _wrap_DLOCK_STATE_LOST_dlockc_5940d645706ccb02() {
 }
 
 
-_gostring_ _wrap_dlock_version_dlockc_5940d645706ccb02() {
+_gostring_ _wrap_dlock_version_dlockc_a8ec82a49ad92fb7() {
   char *result = 0 ;
   _gostring_ _swig_go_result;
   
@@ -690,7 +690,7 @@ _gostring_ _wrap_dlock_version_dlockc_5940d645706ccb02() {
 }
 
 
-_gostring_ _wrap_dlock_code_name_dlockc_5940d645706ccb02(intgo _swig_go_0) {
+_gostring_ _wrap_dlock_code_name_dlockc_a8ec82a49ad92fb7(intgo _swig_go_0) {
   int arg1 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -706,7 +706,7 @@ _gostring_ _wrap_dlock_code_name_dlockc_5940d645706ccb02(intgo _swig_go_0) {
 }
 
 
-void _wrap_dlock_config_free_dlockc_5940d645706ccb02(struct dlock_config *_swig_go_0) {
+void _wrap_dlock_config_free_dlockc_a8ec82a49ad92fb7(struct dlock_config *_swig_go_0) {
   dlock_config *arg1 = (dlock_config *) 0 ;
   
   arg1 = *(dlock_config **)&_swig_go_0; 
@@ -716,7 +716,7 @@ void _wrap_dlock_config_free_dlockc_5940d645706ccb02(struct dlock_config *_swig_
 }
 
 
-intgo _wrap_dlock_config_set_dlockc_5940d645706ccb02(struct dlock_config *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct dlock_error *_swig_go_3) {
+intgo _wrap_dlock_config_set_dlockc_a8ec82a49ad92fb7(struct dlock_config *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct dlock_error *_swig_go_3) {
   dlock_config *arg1 = (dlock_config *) 0 ;
   char *arg2 = (char *) 0 ;
   char *arg3 = (char *) 0 ;
@@ -745,7 +745,7 @@ intgo _wrap_dlock_config_set_dlockc_5940d645706ccb02(struct dlock_config *_swig_
 }
 
 
-void _wrap_dlock_client_close_dlockc_5940d645706ccb02(struct dlock_client *_swig_go_0) {
+void _wrap_dlock_client_close_dlockc_a8ec82a49ad92fb7(struct dlock_client *_swig_go_0) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   
   arg1 = *(dlock_client **)&_swig_go_0; 
@@ -755,7 +755,7 @@ void _wrap_dlock_client_close_dlockc_5940d645706ccb02(struct dlock_client *_swig
 }
 
 
-void _wrap_dlock_close_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) {
+void _wrap_dlock_close_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   
   arg1 = *(dlock_lock **)&_swig_go_0; 
@@ -765,7 +765,7 @@ void _wrap_dlock_close_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) {
 }
 
 
-intgo _wrap_dlock_try_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
+intgo _wrap_dlock_try_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int64_t arg2 ;
   dlock_error *arg3 = (dlock_error *) 0 ;
@@ -782,7 +782,7 @@ intgo _wrap_dlock_try_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0, lon
 }
 
 
-intgo _wrap_dlock_renew_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
+intgo _wrap_dlock_renew_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   int result;
@@ -797,7 +797,7 @@ intgo _wrap_dlock_renew_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0, s
 }
 
 
-intgo _wrap_dlock_release_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
+intgo _wrap_dlock_release_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   int result;
@@ -812,7 +812,7 @@ intgo _wrap_dlock_release_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0,
 }
 
 
-intgo _wrap_dlock_rollback_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
+intgo _wrap_dlock_rollback_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   int result;
@@ -827,7 +827,7 @@ intgo _wrap_dlock_rollback_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0
 }
 
 
-intgo _wrap_dlock_begin_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
+intgo _wrap_dlock_begin_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   int result;
@@ -842,7 +842,7 @@ intgo _wrap_dlock_begin_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0, s
 }
 
 
-intgo _wrap_dlock_wait_lost_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
+intgo _wrap_dlock_wait_lost_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int64_t arg2 ;
   dlock_error *arg3 = (dlock_error *) 0 ;
@@ -859,7 +859,7 @@ intgo _wrap_dlock_wait_lost_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_
 }
 
 
-intgo _wrap_dlock_cancel_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) {
+intgo _wrap_dlock_cancel_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -872,7 +872,7 @@ intgo _wrap_dlock_cancel_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) 
 }
 
 
-intgo _wrap_dlock_state_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) {
+intgo _wrap_dlock_state_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -885,7 +885,7 @@ intgo _wrap_dlock_state_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) {
 }
 
 
-intgo _wrap_dlock_held_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) {
+intgo _wrap_dlock_held_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -898,7 +898,7 @@ intgo _wrap_dlock_held_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_dlock_owner_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) {
+_gostring_ _wrap_dlock_owner_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -914,7 +914,26 @@ _gostring_ _wrap_dlock_owner_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go
 }
 
 
-long long _wrap_dlock_token_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) {
+long long _wrap_dlock_owner_copy_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, _goslice_ _swig_go_1) {
+  dlock_lock *arg1 = (dlock_lock *) 0 ;
+  char *arg2 = (char *) 0 ;
+  size_t arg3 ;
+  size_t result;
+  long long _swig_go_result;
+  
+  arg1 = *(dlock_lock **)&_swig_go_0; 
+  
+  arg2 = (char *)_swig_go_1.array;
+  arg3 = (size_t)_swig_go_1.len;
+  
+  
+  result = dlock_owner_copy((struct dlock_lock const *)arg1,arg2,arg3);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+long long _wrap_dlock_token_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -927,7 +946,7 @@ long long _wrap_dlock_token_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_
 }
 
 
-long long _wrap_dlock_remaining_ms_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) {
+long long _wrap_dlock_remaining_ms_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int64_t result;
   long long _swig_go_result;
@@ -940,7 +959,7 @@ long long _wrap_dlock_remaining_ms_dlockc_5940d645706ccb02(struct dlock_lock *_s
 }
 
 
-intgo _wrap_dlock_hold_count_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go_0) {
+intgo _wrap_dlock_hold_count_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -953,7 +972,7 @@ intgo _wrap_dlock_hold_count_dlockc_5940d645706ccb02(struct dlock_lock *_swig_go
 }
 
 
-intgo _wrap_DLOCK_EVENT_LOST_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_EVENT_LOST_dlockc_a8ec82a49ad92fb7() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -965,7 +984,7 @@ intgo _wrap_DLOCK_EVENT_LOST_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_EVENT_MAX_HOLD_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_EVENT_MAX_HOLD_dlockc_a8ec82a49ad92fb7() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -977,7 +996,7 @@ intgo _wrap_DLOCK_EVENT_MAX_HOLD_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_a8ec82a49ad92fb7() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -989,7 +1008,7 @@ intgo _wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_a8ec82a49ad92fb7() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -1001,7 +1020,7 @@ intgo _wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_EVENT_CLEANUP_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_EVENT_CLEANUP_dlockc_a8ec82a49ad92fb7() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -1013,7 +1032,7 @@ intgo _wrap_DLOCK_EVENT_CLEANUP_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_SEVERITY_INFO_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_SEVERITY_INFO_dlockc_a8ec82a49ad92fb7() {
   enum dlock_severity result;
   intgo _swig_go_result;
   
@@ -1025,7 +1044,7 @@ intgo _wrap_DLOCK_SEVERITY_INFO_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_SEVERITY_WARNING_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_SEVERITY_WARNING_dlockc_a8ec82a49ad92fb7() {
   enum dlock_severity result;
   intgo _swig_go_result;
   
@@ -1037,7 +1056,7 @@ intgo _wrap_DLOCK_SEVERITY_WARNING_dlockc_5940d645706ccb02() {
 }
 
 
-intgo _wrap_DLOCK_SEVERITY_CRITICAL_dlockc_5940d645706ccb02() {
+intgo _wrap_DLOCK_SEVERITY_CRITICAL_dlockc_a8ec82a49ad92fb7() {
   enum dlock_severity result;
   intgo _swig_go_result;
   
@@ -1049,7 +1068,7 @@ intgo _wrap_DLOCK_SEVERITY_CRITICAL_dlockc_5940d645706ccb02() {
 }
 
 
-void _wrap_dlock_event_kind_set_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0, intgo _swig_go_1) {
+void _wrap_dlock_event_kind_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0, intgo _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int arg2 ;
   
@@ -1061,7 +1080,7 @@ void _wrap_dlock_event_kind_set_dlockc_5940d645706ccb02(struct dlock_event *_swi
 }
 
 
-intgo _wrap_dlock_event_kind_get_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0) {
+intgo _wrap_dlock_event_kind_get_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -1074,7 +1093,7 @@ intgo _wrap_dlock_event_kind_get_dlockc_5940d645706ccb02(struct dlock_event *_sw
 }
 
 
-void _wrap_dlock_event_severity_set_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0, intgo _swig_go_1) {
+void _wrap_dlock_event_severity_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0, intgo _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int arg2 ;
   
@@ -1086,7 +1105,7 @@ void _wrap_dlock_event_severity_set_dlockc_5940d645706ccb02(struct dlock_event *
 }
 
 
-intgo _wrap_dlock_event_severity_get_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0) {
+intgo _wrap_dlock_event_severity_get_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -1099,7 +1118,7 @@ intgo _wrap_dlock_event_severity_get_dlockc_5940d645706ccb02(struct dlock_event 
 }
 
 
-void _wrap_dlock_event_unix_ms_set_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0, long long _swig_go_1) {
+void _wrap_dlock_event_unix_ms_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0, long long _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int64_t arg2 ;
   
@@ -1111,7 +1130,7 @@ void _wrap_dlock_event_unix_ms_set_dlockc_5940d645706ccb02(struct dlock_event *_
 }
 
 
-long long _wrap_dlock_event_unix_ms_get_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0) {
+long long _wrap_dlock_event_unix_ms_get_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int64_t result;
   long long _swig_go_result;
@@ -1124,7 +1143,7 @@ long long _wrap_dlock_event_unix_ms_get_dlockc_5940d645706ccb02(struct dlock_eve
 }
 
 
-void _wrap_dlock_event_token_set_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0, long long _swig_go_1) {
+void _wrap_dlock_event_token_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0, long long _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   uint64_t arg2 ;
   
@@ -1136,7 +1155,7 @@ void _wrap_dlock_event_token_set_dlockc_5940d645706ccb02(struct dlock_event *_sw
 }
 
 
-long long _wrap_dlock_event_token_get_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0) {
+long long _wrap_dlock_event_token_get_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1149,7 +1168,7 @@ long long _wrap_dlock_event_token_get_dlockc_5940d645706ccb02(struct dlock_event
 }
 
 
-void _wrap_dlock_event_key_len_set_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0, long long _swig_go_1) {
+void _wrap_dlock_event_key_len_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0, long long _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   size_t arg2 ;
   
@@ -1161,7 +1180,7 @@ void _wrap_dlock_event_key_len_set_dlockc_5940d645706ccb02(struct dlock_event *_
 }
 
 
-long long _wrap_dlock_event_key_len_get_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0) {
+long long _wrap_dlock_event_key_len_get_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -1174,7 +1193,7 @@ long long _wrap_dlock_event_key_len_get_dlockc_5940d645706ccb02(struct dlock_eve
 }
 
 
-void _wrap_dlock_event_key_set_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_dlock_event_key_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *arg2 ;
   
@@ -1198,7 +1217,7 @@ void _wrap_dlock_event_key_set_dlockc_5940d645706ccb02(struct dlock_event *_swig
 }
 
 
-_gostring_ _wrap_dlock_event_key_get_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0) {
+_gostring_ _wrap_dlock_event_key_get_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1214,7 +1233,7 @@ _gostring_ _wrap_dlock_event_key_get_dlockc_5940d645706ccb02(struct dlock_event 
 }
 
 
-void _wrap_dlock_event_owner_set_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_dlock_event_owner_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *arg2 ;
   
@@ -1238,7 +1257,7 @@ void _wrap_dlock_event_owner_set_dlockc_5940d645706ccb02(struct dlock_event *_sw
 }
 
 
-_gostring_ _wrap_dlock_event_owner_get_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0) {
+_gostring_ _wrap_dlock_event_owner_get_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1254,7 +1273,7 @@ _gostring_ _wrap_dlock_event_owner_get_dlockc_5940d645706ccb02(struct dlock_even
 }
 
 
-void _wrap_dlock_event_message_set_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_dlock_event_message_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *arg2 ;
   
@@ -1278,7 +1297,7 @@ void _wrap_dlock_event_message_set_dlockc_5940d645706ccb02(struct dlock_event *_
 }
 
 
-_gostring_ _wrap_dlock_event_message_get_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0) {
+_gostring_ _wrap_dlock_event_message_get_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1294,7 +1313,7 @@ _gostring_ _wrap_dlock_event_message_get_dlockc_5940d645706ccb02(struct dlock_ev
 }
 
 
-struct dlock_event *_wrap_new_dlock_event_dlockc_5940d645706ccb02() {
+struct dlock_event *_wrap_new_dlock_event_dlockc_a8ec82a49ad92fb7() {
   struct dlock_event *result = 0 ;
   struct dlock_event *_swig_go_result;
   
@@ -1305,7 +1324,7 @@ struct dlock_event *_wrap_new_dlock_event_dlockc_5940d645706ccb02() {
 }
 
 
-void _wrap_delete_dlock_event_dlockc_5940d645706ccb02(struct dlock_event *_swig_go_0) {
+void _wrap_delete_dlock_event_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   
   arg1 = *(struct dlock_event **)&_swig_go_0; 
@@ -1315,7 +1334,7 @@ void _wrap_delete_dlock_event_dlockc_5940d645706ccb02(struct dlock_event *_swig_
 }
 
 
-intgo _wrap_dlock_client_next_event_dlockc_5940d645706ccb02(struct dlock_client *_swig_go_0, struct dlock_event *_swig_go_1, long long _swig_go_2, struct dlock_error *_swig_go_3) {
+intgo _wrap_dlock_client_next_event_dlockc_a8ec82a49ad92fb7(struct dlock_client *_swig_go_0, struct dlock_event *_swig_go_1, long long _swig_go_2, struct dlock_error *_swig_go_3) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   dlock_event *arg2 = (dlock_event *) 0 ;
   int64_t arg3 ;
