@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
 
 /**
- * Uncontended acquire + release (one attempt, lease lock, holder=lock, after a warm-up) through
+ * Uncontended acquire + release (one attempt, lease lock, holder=thread, after a warm-up) through
  * the Java binding, as a ratio of the same loop in C (tools/c_loop.c) in the same run; rounds
  * alternate between the two and the medians are compared. A measurement, printed, not asserted:
  * the goal is a ratio of at most 1.2. Runs with DLOCK_JAVA_BENCH=1.
