@@ -96,7 +96,9 @@ public final class DLockClient implements AutoCloseable {
   /**
    * A lock object for key (not acquired yet). Keys are compared byte for byte as UTF-8, 1..512
    * bytes, no NUL. Options are dlock.h's lock keys ({@code mode}, {@code ttl_ms}, {@code
-   * auto_renew}, {@code max_hold_ms}, {@code reentrant}, {@code wakeup}, ...).
+   * auto_renew}, {@code max_hold_ms}, {@code reentrant}, {@code transaction}, {@code wakeup}, ...).
+   * The holder is the Java thread ({@code holder=thread}, the default here); {@code holder=lock}
+   * makes it the object.
    */
   public DLock newLock(String key, Map<String, String> options) {
     Objects.requireNonNull(key, "key");
