@@ -1,0 +1,276 @@
+package dlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dlock/dlock-go/internal/dlockc"
+)
+
+// maxWaitMs is dlock_try's and dlock_wait_lost's largest wait (24 h).
+const maxWaitMs = 86_400_000
+
+// cancelRepeat is how often a cancellation is repeated until the call it
+// targets returns: dlock_cancel reaches only calls already running, and a
+// call may be just entering C when the context ends.
+const cancelRepeat = 10 * time.Millisecond
+
+// Lock is one lock object on one key. Its methods are safe to call from many
+// goroutines, but remember that the lock object is the holder: a TryLock on
+// an object that is already held succeeds at once (reentrancy) whichever
+// goroutine calls it. Close it when done.
+type Lock struct {
+	mu      sync.RWMutex // read: a call on h; write: Close
+	h       dlockc.Struct_SS_dlock_lock
+	key     string
+	wait    *time.Duration // WithWait, nil: the ctx's
+	closing atomic.Bool
+
+	lostMu   sync.Mutex
+	lost     chan struct{} // of the current acquisition (nil: not made yet); closed when it is lost
+	lostErr  error
+	acquired bool // acquired at least once
+}
+
+// Key returns the lock's key.
+func (l *Lock) Key() string { return l.key }
+
+// TryLock takes the lock, waiting while someone else holds it until ctx's
+// deadline (no deadline: until ctx is cancelled, at most 24 h), or for the
+// lock's WithWait if that is shorter; WithWait(0) makes one attempt.
+//
+// It returns nil when the lock is now held, or an *Error:
+//   - not free before ctx's deadline: matches ErrBusy and context.DeadlineExceeded;
+//   - not free within WithWait: ErrBusy;
+//   - ctx cancelled while waiting (or done before the call): matches
+//     ErrCancelled and ctx.Err();
+//   - without a deadline, still busy after 24 h: ErrBusy;
+//   - anything else: the sentinel of the C code (ErrConnect, ErrPool, ...).
+//
+// Cancellation goes through dlock_cancel, which interrupts every call waiting
+// on this lock object: share a Lock between goroutines only if they share
+// its fate.
+func (l *Lock) TryLock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return &Error{Code: codeCancelled, Message: "the context was done before the attempt", ctxErr: err}
+	}
+	waitMs := int64(maxWaitMs)
+	if l.wait != nil {
+		waitMs = int64((*l.wait + time.Millisecond - 1) / time.Millisecond)
+	}
+	byDeadline := false // the ctx's deadline, not WithWait, bounds the wait
+	if dl, ok := ctx.Deadline(); ok {
+		left := int64((time.Until(dl) + time.Millisecond - 1) / time.Millisecond)
+		if left <= waitMs {
+			waitMs, byDeadline = max(0, left), true
+		}
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.h == nil {
+		return errorf(codeState, "lock %q is closed", l.key)
+	}
+	if done := ctx.Done(); done != nil {
+		stop, exited := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(exited)
+			select {
+			case <-done:
+				l.interrupt(stop)
+			case <-stop:
+			}
+		}()
+		defer func() { close(stop); <-exited }()
+	}
+	e := newCerr()
+	defer e.free()
+	rc := dlockc.Dlock_try(l.h, waitMs, e.p)
+	switch Code(rc) {
+	case codeOK:
+		if dlockc.Dlock_hold_count(l.h) == 1 { // a new acquisition, not a reentry
+			l.newAcquisition()
+		}
+		return nil
+	case codeBusy, codeCancelled:
+		err := e.err(rc).(*Error)
+		switch cerr := ctx.Err(); {
+		case errors.Is(cerr, context.Canceled):
+			err.Code, err.ctxErr = codeCancelled, cerr
+		case errors.Is(cerr, context.DeadlineExceeded) || (byDeadline && err.Code == codeBusy):
+			// Not free before the deadline, whoever noticed first: the wait
+			// was the deadline's, and C's clock may run out a hair before
+			// the context's timer fires.
+			err.Code, err.ctxErr = codeBusy, context.DeadlineExceeded
+		}
+		return err
+	default:
+		return withContext(e.err(rc), ctx)
+	}
+}
+
+// interrupt cancels the calls running on the lock until stop is closed. The
+// caller keeps h valid until interrupt has returned.
+func (l *Lock) interrupt(stop <-chan struct{}) {
+	t := time.NewTicker(cancelRepeat)
+	defer t.Stop()
+	for {
+		dlockc.Dlock_cancel(l.h)
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// newAcquisition forgets the previous acquisition's Lost channel; the next
+// Lost call makes a new one and starts its watcher.
+func (l *Lock) newAcquisition() {
+	l.lostMu.Lock()
+	l.lost, l.lostErr, l.acquired = nil, nil, true
+	l.lostMu.Unlock()
+}
+
+// watch blocks in dlock_wait_lost for the current acquisition on a goroutine
+// of its own, and closes ch if it is lost.
+func (l *Lock) watch(ch chan struct{}) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.h == nil {
+		return
+	}
+	e := newCerr()
+	defer e.free()
+	for {
+		rc := dlockc.Dlock_wait_lost(l.h, maxWaitMs, e.p)
+		switch Code(rc) {
+		case codeTimeout:
+			continue // still held after 24 h: keep watching
+		case codeCancelled:
+			if l.closing.Load() {
+				return
+			}
+			continue // a cancellation meant for a TryLock on this object
+		case codeLost:
+			err := e.err(rc)
+			l.lostMu.Lock()
+			if l.lost == ch {
+				l.lostErr = err
+			}
+			l.lostMu.Unlock()
+			close(ch)
+			return
+		default:
+			return // released (DLOCK_OK), or the handle cannot wait (forked)
+		}
+	}
+}
+
+// Lost returns a channel that is closed when the current (or, if none, the
+// last) acquisition is lost: the lease expired or was taken, its connection
+// died, or the lease ran out after max hold stopped its renewal. Unlock and
+// Close do not close it; before the first acquisition it is never closed.
+// The first call for an acquisition starts a goroutine blocked in
+// dlock_wait_lost until the acquisition ends.
+func (l *Lock) Lost() <-chan struct{} {
+	l.lostMu.Lock()
+	defer l.lostMu.Unlock()
+	if l.lost == nil {
+		l.lost = make(chan struct{})
+		if l.acquired {
+			go l.watch(l.lost)
+		}
+	}
+	return l.lost
+}
+
+// LostErr returns why the current acquisition was lost (an *Error matching
+// ErrLost) once Lost is closed, else nil.
+func (l *Lock) LostErr() error {
+	l.lostMu.Lock()
+	defer l.lostMu.Unlock()
+	return l.lostErr
+}
+
+// call runs one C call that reports through a dlock_error.
+func (l *Lock) call(f func(h dlockc.Struct_SS_dlock_lock, e dlockc.Dlock_error) int) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.h == nil {
+		return errorf(codeState, "lock %q is closed", l.key)
+	}
+	e := newCerr()
+	defer e.free()
+	return e.err(f(l.h, e.p))
+}
+
+// Renew extends a held lease by its ttl, from the database's clock. ErrLost
+// if it was lost, ErrMaxHold past max hold. Row locks: checks the lock's
+// connection and transaction are alive.
+func (l *Lock) Renew() error { return l.call(dlockc.Dlock_renew) }
+
+// Unlock releases the lock (one level, if taken reentrantly). ErrLost if it
+// had already expired or been taken (the other owner's row is untouched),
+// ErrState if not held. A row lock commits its transaction.
+func (l *Lock) Unlock() error { return l.call(dlockc.Dlock_release) }
+
+// Rollback ends a row lock with ROLLBACK instead of COMMIT.
+func (l *Lock) Rollback() error { return l.call(dlockc.Dlock_rollback) }
+
+// read runs an accessor (no network) with h valid.
+func read[T any](l *Lock, zero T, f func(h dlockc.Struct_SS_dlock_lock) T) T {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.h == nil {
+		return zero
+	}
+	return f(l.h)
+}
+
+// Token is the fencing token of the current or last acquisition (lease
+// locks; strictly increasing per key), 0 before the first and for row locks.
+func (l *Lock) Token() uint64 { return read(l, 0, dlockc.Dlock_token) }
+
+// Held reports whether the lock is held now (a lease: not expired by our clock).
+func (l *Lock) Held() bool {
+	return read(l, 0, dlockc.Dlock_held) == 1
+}
+
+// Owner is the owner id of the current or last acquisition ("" before the first).
+func (l *Lock) Owner() string {
+	return read(l, "", func(h dlockc.Struct_SS_dlock_lock) string {
+		buf := make([]byte, 256) // owner ids are shorter than 256 bytes
+		n := dlockc.Dlock_owner_copy(h, buf)
+		return string(buf[:min(n, int64(len(buf)-1))])
+	})
+}
+
+// Remaining is the time left on the lease by our clock: 0 if not held,
+// -1ms for row locks.
+func (l *Lock) Remaining() time.Duration {
+	return time.Duration(read(l, 0, dlockc.Dlock_remaining_ms)) * time.Millisecond
+}
+
+// HoldCount is the reentrant hold count (0 when not held).
+func (l *Lock) HoldCount() int { return read(l, 0, dlockc.Dlock_hold_count) }
+
+// Close releases the lock if held (best effort; a row lock rolls back) and
+// frees it. Calls blocked on the lock (a TryLock, the Lost watcher) are
+// cancelled first. Closing twice is a no-op.
+func (l *Lock) Close() error {
+	if l.closing.Swap(true) {
+		return nil
+	}
+	stop, exited := make(chan struct{}), make(chan struct{})
+	go func() { defer close(exited); l.interrupt(stop) }()
+	l.mu.Lock() // every call on h has returned
+	close(stop)
+	<-exited
+	defer l.mu.Unlock()
+	dlockc.Dlock_close(l.h)
+	l.h = nil
+	return nil
+}

@@ -1,0 +1,87 @@
+package io.dlock;
+
+import io.dlock.internal.DLockNative;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.lang.ref.Cleaner;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** What the facade classes share: the Cleaner, option maps as dlock_config, thread helpers. */
+final class Natives {
+  private Natives() {}
+
+  /** Safety net only: close() is the way to free a handle. */
+  static final Cleaner CLEANER = Cleaner.create();
+
+  /** Builds a dlock_config from options (copied by the open call), or 0 for none. */
+  static long config(Map<String, String> options) {
+    if (options == null || options.isEmpty()) return 0;
+    long cfg = DLockNative.dlockswig_config_new();
+    try {
+      for (Map.Entry<String, String> e : options.entrySet()) {
+        DLockNative.dlock_config_set(
+            cfg,
+            Objects.requireNonNull(e.getKey(), "option name"),
+            Objects.requireNonNull(e.getValue(), () -> "value of option " + e.getKey()));
+      }
+      return cfg;
+    } catch (RuntimeException e) {
+      DLockNative.dlock_config_free(cfg);
+      throw e;
+    }
+  }
+
+  private static final MethodHandle IS_VIRTUAL = isVirtualHandle();
+
+  private static MethodHandle isVirtualHandle() {
+    try {
+      return MethodHandles.publicLookup()
+          .findVirtual(Thread.class, "isVirtual", MethodType.methodType(boolean.class));
+    } catch (ReflectiveOperationException e) {
+      return null; // JDK 17..20: no virtual threads
+    }
+  }
+
+  /** Thread.currentThread().isVirtual() on JDK 21+, false before. */
+  static boolean onVirtualThread() {
+    if (IS_VIRTUAL == null) return false;
+    try {
+      return (boolean) IS_VIRTUAL.invokeExact(Thread.currentThread());
+    } catch (Throwable t) {
+      return false;
+    }
+  }
+
+  /** Repeats a cancel that may have come too early (see CancelOnInterrupt). */
+  static final ScheduledExecutorService TIMER =
+      Executors.newSingleThreadScheduledExecutor(
+          r -> {
+            Thread t = new Thread(r, "dlock-cancel");
+            t.setDaemon(true);
+            return t;
+          });
+
+  /**
+   * Platform threads that host a blocking native wait for a virtual thread. A virtual thread in a
+   * native call pins its carrier; a few waiters could then occupy every carrier while the holder,
+   * unmounted, waits for one to run its unlock. The virtual thread parks on the result instead.
+   */
+  static final ExecutorService WAIT_HOSTS =
+      Executors.newCachedThreadPool(
+          new java.util.concurrent.ThreadFactory() {
+            private final AtomicInteger n = new AtomicInteger();
+
+            @Override
+            public Thread newThread(Runnable r) {
+              Thread t = new Thread(r, "dlock-wait-" + n.incrementAndGet());
+              t.setDaemon(true);
+              return t;
+            }
+          });
+}
