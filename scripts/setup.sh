@@ -10,6 +10,7 @@ APT_PACKAGES=(
   doctest-dev libcli11-dev nlohmann-json3-dev
   faketime python3 python3-venv python3-dev
   swig clang-14 openssl
+  maven openjdk-17-jdk-headless
 )
 
 missing=()

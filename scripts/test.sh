@@ -4,7 +4,8 @@
 #      pure-C test of the C API, header/export/pkg-config checks)
 #   2. the core built by clang with -Wthread-safety; the core's tests again
 #      under ASan+UBSan, then under TSan
-#   3. Python: pytest (after pip-installing the package into a venv)
+#   3. Go: go vet + go test -race; Java: mvn test on JDK 17 and 25
+#   4. Python: pytest (after pip-installing the package into a venv)
 # Every suite talks to a real MariaDB: a throwaway one on loopback that the
 # suite starts itself, or the server named by DLOCK_URL.
 #   scripts/test.sh            everything
@@ -55,6 +56,12 @@ if [ -z "${DLOCK_TEST_QUICK:-}" ]; then
       run_ctest "build-$san" -R "$core_tests"
   done
 fi
+
+section "Go binding (go vet, go test -race)"
+bindings/go/run-tests.sh build || failed+=("go test")
+
+section "Java binding (mvn test on JDK 17 and JDK 25)"
+bindings/java/run-tests.sh build || failed+=("mvn test")
 
 if [ -f pyproject.toml ]; then
   section "Python tests (pytest)"
