@@ -47,6 +47,17 @@ def client(db_url: str) -> Iterator["object"]:
     c.close()
 
 
+@pytest.fixture(scope="session")
+def client2(db_url: str) -> Iterator["object"]:
+    """A second client: another holder in the same thread. (Lock objects of
+    one client for one key share their hold within a thread, article 6.4.)"""
+    import dlock
+
+    c = dlock.connect(db_url)
+    yield c
+    c.close()
+
+
 @pytest.fixture
 def key(request: pytest.FixtureRequest) -> str:
     """A key no other test or run uses."""

@@ -29,10 +29,10 @@ def test_with_lock_auto_renewing(client: dlock.Client, key: str) -> None:
         pass
 
 
-def test_lock_timeout_exception(client: dlock.Client, key: str) -> None:
+def test_lock_timeout_exception(client: dlock.Client, client2: dlock.Client, key: str) -> None:
     with client.lock(key, ttl=30):
         with pytest.raises(dlock.LockTimeout) as e:
-            with client.lock(key, wait=0.1):
+            with client2.lock(key, wait=0.1):
                 pass  # pragma: no cover
         assert isinstance(e.value, TimeoutError) and isinstance(e.value, dlock.Error)
         assert e.value.code == 1 and key in str(e.value)
@@ -119,13 +119,15 @@ def test_on_lost_not_called_on_release(client: dlock.Client, key: str) -> None:
     assert calls == []
 
 
-def test_row_lock_execute_commits_with_release(client: dlock.Client, key: str, table: str, sql: Sql) -> None:
+def test_row_lock_execute_commits_with_release(
+    client: dlock.Client, client2: dlock.Client, key: str, table: str, sql: Sql
+) -> None:
     with client.row_lock(key, wait=5) as held:
         assert held.mode == "row" and held.remaining is None
         assert held.execute(f"INSERT INTO {table} (id, v) VALUES (?, ?)", (1, "done")) == 1
         assert sql(f"SELECT COUNT(*) FROM {table}") == [["0"]]  # not committed yet
         with pytest.raises(dlock.LockTimeout):
-            with client.row_lock(key, wait=0.2):
+            with client2.row_lock(key, wait=0.2):
                 pass  # pragma: no cover
     assert sql(f"SELECT id, v FROM {table}") == [["1", "done"]]  # committed with the release
     with client.row_lock(key, wait=0):

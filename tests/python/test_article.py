@@ -65,11 +65,37 @@ def test_owner_and_token_change_per_acquisition(client: dlock.Client, key: str) 
     assert lock.release()
 
 
-def test_acquire_timeout_is_bounded(client: dlock.Client, key: str) -> None:
+def test_nested_objects_in_one_thread_share_the_hold(client: dlock.Client, client2: dlock.Client, key: str) -> None:
+    # Article 6.4: a nested function that builds its own MysqlDistributedLock
+    # for a key its thread holds enters at once; the last release frees it.
+    outer = dlock.MysqlDistributedLock(client, key, timeout=30)
+    assert outer.acquire(wait_time=0)
+
+    def nested() -> None:
+        inner = dlock.MysqlDistributedLock(client, key, timeout=30)
+        assert inner.acquire(wait_time=0) is True
+        assert inner.token == outer.token and inner.owner == outer.owner
+        assert outer.hold_count == 2
+        assert inner.release() is True
+
+    nested()
+    assert outer.acquired and outer.hold_count == 1
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(dlock.MysqlDistributedLock(client, key).acquire(wait_time=0.2)))
+    t.start()
+    t.join()
+    assert seen == [False]  # another thread is another holder
+    assert dlock.MysqlDistributedLock(client2, key).acquire(wait_time=0) is False  # another client too
+    assert outer.release() is True
+    other = dlock.MysqlDistributedLock(client2, key)
+    assert other.acquire(wait_time=0) and other.release()
+
+
+def test_acquire_timeout_is_bounded(client: dlock.Client, client2: dlock.Client, key: str) -> None:
     holder = dlock.MysqlDistributedLock(client, key, timeout=30)
     assert holder.acquire(wait_time=1)
     try:
-        other = dlock.MysqlDistributedLock(client, key, timeout=30)
+        other = dlock.MysqlDistributedLock(client2, key, timeout=30)
         t0 = time.monotonic()
         assert other.acquire(wait_time=0.5) is False
         elapsed = time.monotonic() - t0
@@ -79,7 +105,7 @@ def test_acquire_timeout_is_bounded(client: dlock.Client, key: str) -> None:
         assert holder.release()
 
 
-def test_reentrant_same_thread_counts_up(client: dlock.Client, key: str) -> None:
+def test_reentrant_same_thread_counts_up(client: dlock.Client, client2: dlock.Client, key: str) -> None:
     lock = dlock.MysqlDistributedLock(client, key, timeout=30)
     assert lock.acquire()
     token = lock.token
@@ -92,12 +118,12 @@ def test_reentrant_same_thread_counts_up(client: dlock.Client, key: str) -> None
     t.start()
     t.join()
     assert seen == [False]
-    # ...nor is another owner.
-    assert dlock.MysqlDistributedLock(client, key).acquire(wait_time=0.2) is False
+    # ...nor is another owner (another client: another process, in effect).
+    assert dlock.MysqlDistributedLock(client2, key).acquire(wait_time=0.2) is False
 
     assert lock.release() is True  # inner hold
     assert lock.acquired and lock.hold_count == 1
-    assert dlock.MysqlDistributedLock(client, key).acquire(wait_time=0) is False
+    assert dlock.MysqlDistributedLock(client2, key).acquire(wait_time=0) is False
     assert lock.release() is True  # outer hold frees it
     other = dlock.MysqlDistributedLock(client, key)
     assert other.acquire(wait_time=0)
@@ -181,7 +207,7 @@ def test_dbapi_connection_settings_are_read_and_the_password_never_shown() -> No
 
 
 @pytest.mark.filterwarnings("ignore:.*fork.*:DeprecationWarning")  # forking with threads is the point
-def test_fork_child_cannot_release_parents_lock(client: dlock.Client, key: str) -> None:
+def test_fork_child_cannot_release_parents_lock(client: dlock.Client, client2: dlock.Client, key: str) -> None:
     lock = dlock.MysqlDistributedLock(client, key, timeout=30)
     assert lock.acquire()
     other = client.lock(key)  # a Lock of the parent's, for cancel() in the child
@@ -212,7 +238,7 @@ def test_fork_child_cannot_release_parents_lock(client: dlock.Client, key: str) 
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
     assert lock.acquired  # still ours
-    assert dlock.MysqlDistributedLock(client, key).acquire(wait_time=0) is False
+    assert dlock.MysqlDistributedLock(client2, key).acquire(wait_time=0) is False
     assert lock.release() is True
 
 

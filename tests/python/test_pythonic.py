@@ -48,8 +48,8 @@ def test_acquire_without_arguments_blocks_like_threading(client: dlock.Client, k
     assert not waiter.locked() and not holder.locked()
 
 
-def test_acquire_blocking_and_timeout(client: dlock.Client, key: str) -> None:
-    holder = client.lock(key)
+def test_acquire_blocking_and_timeout(client: dlock.Client, client2: dlock.Client, key: str) -> None:
+    holder = client2.lock(key)
     assert holder.acquire(blocking=False)
     other = client.lock(key)
     t0 = time.monotonic()
@@ -68,12 +68,12 @@ def test_acquire_blocking_and_timeout(client: dlock.Client, key: str) -> None:
     other.release()
 
 
-def test_with_lock_acquire_timeout(client: dlock.Client, key: str) -> None:
+def test_with_lock_acquire_timeout(client: dlock.Client, client2: dlock.Client, key: str) -> None:
     lk = client.lock(key, ttl=30)
     with lk.acquire(timeout=5) as held:
         assert held is lk and lk.locked() and lk.hold_count == 1
     assert not lk.locked()
-    holder = client.lock(key)
+    holder = client2.lock(key)
     holder.acquire()
     with pytest.raises(dlock.LockTimeout, match=r"within 0\.2 s"):
         with lk.acquire(timeout=0.2):
@@ -235,8 +235,8 @@ def test_conflicting_options_are_an_error(client: dlock.Client, key: str, db_url
     client.lock(key)  # noqa: B018
 
 
-def test_timeout_message_in_seconds(client: dlock.Client, key: str) -> None:
-    holder = client.lock(key)
+def test_timeout_message_in_seconds(client: dlock.Client, client2: dlock.Client, key: str) -> None:
+    holder = client2.lock(key)
     holder.acquire()
     with pytest.raises(dlock.LockTimeout, match=r"within 0\.25 s"):
         with client.lock(key, wait=0.25):
