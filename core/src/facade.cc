@@ -1,0 +1,271 @@
+// The public C++ facades (dlock::Client, dlock::Lock), the registry of lock
+// objects that share a hold, the counters by name, version and code names.
+#include <unistd.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "client_impl.h"
+#include "dlock/core.hpp"
+#include "lock_impl.h"
+
+namespace dlock {
+
+// ---- facades ----------------------------------------------------------------
+
+Client::Client(std::unique_ptr<ClientImpl> impl) : impl_(std::move(impl)) {}
+
+Client::~Client() {
+  // In a forked child the parent's threads are gone but their mutexes and
+  // condition variables may look busy; destroying them can hang. Leak.
+  if (impl_ && getpid() != impl_->pid()) impl_.release();
+}
+
+Status Client::Open(const std::string& url, const Config& cfg, std::shared_ptr<Client>* out) {
+  std::unique_ptr<ClientImpl> impl;
+  Status s = ClientImpl::Open(url, cfg, &impl);
+  if (!s.ok()) return s;
+  out->reset(new Client(std::move(impl)));
+  (*out)->impl_->StartJanitor();
+  return Status::OK();
+}
+
+Status Client::NextEvent(int64_t wait_ms, Event* out) {
+  if (getpid() != impl_->pid())
+    return Status(Code::kForked, "client was created in another process (fork)");
+  if (wait_ms < 0 || wait_ms > kMaxWaitMs)
+    return Status::Invalid("wait_ms must be 0.." + std::to_string(kMaxWaitMs));
+  if (impl_->PopEvent(Clock::now() + std::chrono::milliseconds(wait_ms), out)) return Status::OK();
+  return Status(Code::kTimeout, "no event");
+}
+
+namespace {
+const char* const kCounterNames[] = {
+    "acquisitions", "reentries", "busy", "wait_ms", "releases", "renewals", "renew_ticks",
+    "renew_statements", "lost", "max_hold_trips", "cleanup_runs", "cleanup_deleted",
+    "table_rows", "events_dropped", "statements", "pool_open", nullptr};
+}  // namespace
+
+const char* const* Client::CounterNames() { return kCounterNames; }
+
+Status Client::Counter(const std::string& name, uint64_t* out) const {
+  Counters& k = impl_->counters();
+  const std::pair<const char*, std::atomic<uint64_t>*> table[] = {
+      {"acquisitions", &k.acquisitions}, {"reentries", &k.reentries},
+      {"busy", &k.busy},                 {"wait_ms", &k.wait_ms},
+      {"releases", &k.releases},         {"renewals", &k.renewals},
+      {"renew_ticks", &k.renew_ticks},   {"renew_statements", &k.renew_statements},
+      {"lost", &k.lost},                 {"max_hold_trips", &k.max_hold_trips},
+      {"cleanup_runs", &k.cleanup_runs}, {"cleanup_deleted", &k.cleanup_deleted},
+      {"table_rows", &k.table_rows},     {"events_dropped", &k.events_dropped},
+      {"statements", impl_->pool().sent_counter()}};
+  for (const auto& e : table) {
+    if (name == e.first) {
+      *out = e.second->load();
+      return Status::OK();
+    }
+  }
+  if (name == "pool_open") {
+    *out = static_cast<uint64_t>(impl_->pool().open_count());
+    return Status::OK();
+  }
+  return Status::Invalid("unknown counter '" + QuoteKey(name) + "'");
+}
+
+Status Client::Cleanup(uint64_t* deleted) {
+  *deleted = 0;
+  if (getpid() != impl_->pid())
+    return Status(Code::kForked, "client was created in another process (fork)");
+  bool ran = false;
+  return impl_->Cleanup(deleted, &ran);
+}
+
+Lock::Lock(std::shared_ptr<LockImpl> impl) : impl_(std::move(impl)), me_(new LockCaller) {}
+
+Lock::~Lock() {
+  if (!impl_) return;
+  if (impl_->forked()) {
+    // As ~Client: leak in a forked child (the parent's threads may hold the
+    // mutexes), and never release the parent's lock.
+    new std::shared_ptr<LockImpl>(std::move(impl_));
+    (void)me_.release();
+    return;
+  }
+  impl_->Close(*me_);
+}
+
+namespace {
+
+// Lock objects of one client with the same key, mode and options, held by
+// threads (holder=thread, reentrant), share one LockImpl: a thread holding
+// the key enters again through any of them (article 6.4).
+std::string Identity(const std::string& key, const LockOptions& o) {
+  std::string id;
+  id += o.mode == LockMode::kRow ? 'r' : 'l';
+  id += '|' + std::to_string(o.ttl_ms) + '|' + (o.auto_renew ? '1' : '0') + '|' +
+        std::to_string(o.max_hold_ms) + '|' + (o.transaction ? '1' : '0') + '|' +
+        std::to_string(o.shards) + '|' + o.shard_group + '|' +
+        (o.wakeup == Wakeup::kAuto ? 'a' : 'p') + '|';
+  id += key;
+  return id;
+}
+
+}  // namespace
+
+std::shared_ptr<LockImpl> ClientImpl::SharedLock(
+    const std::string& identity, const std::function<std::shared_ptr<LockImpl>()>& make) {
+  std::lock_guard<std::mutex> g(locks_mu_);
+  auto it = locks_.find(identity);
+  if (it != locks_.end()) {
+    if (std::shared_ptr<LockImpl> l = it->second.lock()) return l;
+  }
+  std::shared_ptr<LockImpl> l = make();
+  locks_[identity] = l;
+  return l;
+}
+
+void ClientImpl::ForgetLock(const std::string& identity, const LockImpl* l) {
+  (void)l;
+  std::lock_guard<std::mutex> g(locks_mu_);
+  auto it = locks_.find(identity);
+  // Only if no newer object has taken the entry meanwhile.
+  if (it != locks_.end() && it->second.expired()) locks_.erase(it);
+}
+
+Status Lock::Open(std::shared_ptr<Client> client, const std::string& key, const Config& cfg,
+                  std::unique_ptr<Lock>* out) {
+  if (!client) return Status::Invalid("client is NULL");
+  if (getpid() != client->impl()->pid())
+    return Status(Code::kForked, "client was created in another process (fork)");
+  Status s = ValidateKey(key);
+  if (!s.ok()) return s;
+  LockOptions opts = client->impl()->lock_defaults();
+  for (const auto& kv : cfg.values()) {
+    if (!IsLockKey(kv.first))
+      return Status::Invalid("option '" + kv.first + "' is a client option; set it on the client");
+    if (!(s = ApplyLockOption(kv.first, kv.second, &opts)).ok()) return s;
+  }
+  if (opts.mode == LockMode::kRow && client->impl()->server().galera)
+    return Status(Code::kUnsupported,
+                  "row locks are refused on Galera: InnoDB row locks do not exclude across "
+                  "nodes; use a lease lock");
+  if (opts.mode == LockMode::kRow && opts.auto_renew)
+    return Status::Invalid("auto_renew is for lease locks: a row lock has no expiry");
+  std::shared_ptr<LockImpl> impl;
+  if (opts.holder == Holder::kThread && opts.reentrant) {
+    const std::string id = Identity(key, opts);
+    ClientImpl* ci = client->impl();
+    impl = ci->SharedLock(id, [&] { return std::make_shared<LockImpl>(client, key, opts, id); });
+  } else {
+    impl = std::make_shared<LockImpl>(std::move(client), key, opts, "");
+  }
+  out->reset(new Lock(std::move(impl)));
+  return Status::OK();
+}
+
+// The holds each lock object took, so that closing it gives back its own.
+Status Lock::Took(Status s) {
+  if (s.ok()) {
+    const uint64_t gen = impl_->HoldGen();
+    if (me_->hold_gen.exchange(gen) != gen) {
+      me_->holds.store(1);
+    } else {
+      me_->holds.fetch_add(1);
+    }
+  }
+  return s;
+}
+
+Status Lock::Gave(Status s) {
+  if (s.ok()) {
+    int h = me_->holds.load();
+    while (h > 0 && !me_->holds.compare_exchange_weak(h, h - 1)) {
+    }
+  }
+  if (impl_->HoldCount() == 0) me_->holds.store(0);  // the hold ended, whoever ended it
+  return s;
+}
+
+Status Lock::Try(int64_t wait_ms) { return Took(impl_->Try(*me_, wait_ms)); }
+Status Lock::TryAs(uint64_t holder, int64_t wait_ms) {
+  HolderScope as(holder);
+  return Took(impl_->Try(*me_, wait_ms));
+}
+Status Lock::TryFrom(uint64_t holder, uint64_t cancel_mark, int64_t wait_ms) {
+  if (holder == 0) return Took(impl_->Try(*me_, wait_ms, &cancel_mark));
+  HolderScope as(holder);
+  return Took(impl_->Try(*me_, wait_ms, &cancel_mark));
+}
+uint64_t Lock::cancel_mark() const { return impl_->CancelMark(*me_); }
+Status Lock::RollbackAs(uint64_t holder) {
+  HolderScope as(holder);
+  return Rollback();
+}
+int Lock::hold_count_as(uint64_t holder) const {
+  HolderScope as(holder);
+  return impl_->HoldCountOfCaller();
+}
+Status Lock::ReleaseAs(uint64_t holder) {
+  HolderScope as(holder);
+  return Gave(impl_->Release(*me_));
+}
+Status Lock::Renew() { return impl_->Renew(*me_); }
+Status Lock::Release() { return Gave(impl_->Release(*me_)); }
+Status Lock::Rollback() {
+  Status s = impl_->Rollback(*me_);
+  if (impl_->HoldCount() == 0) me_->holds.store(0);
+  return s;
+}
+Status Lock::Begin() { return impl_->Begin(*me_); }
+Status Lock::WaitLost(int64_t timeout_ms) { return impl_->WaitLost(*me_, timeout_ms); }
+Status Lock::Cancel() {
+  // In a forked child the waits to cancel are the parent's: its mutexes may
+  // look held, and aborting a wait would hit the parent's connection.
+  if (impl_->forked())
+    return Status(Code::kForked, "lock '" + QuoteKey(impl_->key()) +
+                                     "' was created in another process (fork): nothing to cancel "
+                                     "here");
+  impl_->Cancel(*me_);
+  return Status::OK();
+}
+Status Lock::Exec(const std::string& sql, const std::vector<const std::string*>& params,
+                  int64_t* affected) {
+  return impl_->Exec(*me_, sql, params, affected);
+}
+LockState Lock::state() const { return impl_->CurrentState(); }
+std::string Lock::owner() const { return impl_->Owner(); }
+const char* Lock::owner_cstr() const { return impl_->OwnerCstr(); }
+size_t Lock::copy_owner(char* buf, size_t cap) const { return impl_->CopyOwner(buf, cap); }
+uint64_t Lock::token() const { return impl_->Token(); }
+const std::string& Lock::key() const { return impl_->key(); }
+int64_t Lock::remaining_ms() const { return impl_->RemainingMs(); }
+int Lock::hold_count() const { return impl_->HoldCount(); }
+
+const char* Version() { return DLOCK_VERSION_STRING; }
+
+const char* CodeName(int code) {
+  switch (static_cast<Code>(code)) {
+    case Code::kOk: return "DLOCK_OK";
+    case Code::kBusy: return "DLOCK_BUSY";
+    case Code::kInvalid: return "DLOCK_E_INVALID";
+    case Code::kConnect: return "DLOCK_E_CONNECT";
+    case Code::kLost: return "DLOCK_E_LOST";
+    case Code::kReadOnly: return "DLOCK_E_READONLY";
+    case Code::kUnsupported: return "DLOCK_E_UNSUPPORTED";
+    case Code::kDb: return "DLOCK_E_DB";
+    case Code::kState: return "DLOCK_E_STATE";
+    case Code::kForked: return "DLOCK_E_FORKED";
+    case Code::kPool: return "DLOCK_E_POOL";
+    case Code::kUnknown: return "DLOCK_E_UNKNOWN";
+    case Code::kInternal: return "DLOCK_E_INTERNAL";
+    case Code::kTimeout: return "DLOCK_E_TIMEOUT";
+    case Code::kCancelled: return "DLOCK_E_CANCELLED";
+    case Code::kMaxHold: return "DLOCK_E_MAX_HOLD";
+  }
+  return "DLOCK_UNKNOWN_CODE";
+}
+
+}  // namespace dlock
