@@ -221,6 +221,11 @@ func TestTryLockDeadline(t *testing.T) {
 	b.Unlock()
 }
 
+// A cancel is never lost, whenever it comes: before the call (ctx already
+// done), as the call enters C (0 ms, 1 ms, and spread over the first 2 ms),
+// or during the server-side wait. TryLock sends one dlock_cancel and relies
+// on dlock_try_from's cancel mark; WithWait(5s) turns a lost cancel into a
+// plain ErrBusy after 5 s instead of a 24 h wait, so the test fails, not hangs.
 func TestTryLockCancel(t *testing.T) {
 	c := open(t)
 	k := key(t)
@@ -228,25 +233,48 @@ func TestTryLockCancel(t *testing.T) {
 	if err := a.TryLock(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for _, delay := range []time.Duration{0, time.Millisecond, 200 * time.Millisecond} {
-		b := newLock(t, c, k)
-		ctx, cancel := context.WithCancel(context.Background()) // no deadline: would wait 24 h
+	const lostAfter = 5 * time.Second
+	b := newLock(t, c, k, dlock.WithWait(lostAfter))
+	done, cancelDone := context.WithCancel(context.Background())
+	cancelDone()
+	if err := b.TryLock(done); !errors.Is(err, dlock.ErrCancelled) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("ctx already done: %v, want ErrCancelled and context.Canceled", err)
+	}
+	delays := []time.Duration{0, 0, time.Millisecond, time.Millisecond, 200 * time.Millisecond}
+	for i := 0; i < 40; i++ { // spread over the call's start: 0..2 ms in 50 µs steps
+		delays = append(delays, time.Duration(i)*50*time.Microsecond)
+	}
+	var slowest time.Duration
+	for i, delay := range delays {
+		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(delay, cancel)
 		start := time.Now()
 		err := b.TryLock(ctx)
+		el := time.Since(start)
 		if !errors.Is(err, dlock.ErrCancelled) || !errors.Is(err, context.Canceled) {
-			t.Fatalf("cancel after %v: %v, want ErrCancelled and context.Canceled", delay, err)
+			t.Fatalf("round %d, cancel after %v: %v after %v, want ErrCancelled and context.Canceled (a lost cancel waits %v)",
+				i, delay, err, el, lostAfter)
 		}
-		if el := time.Since(start); el > delay+3*time.Second {
-			t.Fatalf("cancel after %v took %v", delay, el)
+		if el > delay+2*time.Second {
+			t.Fatalf("round %d: cancel after %v took %v", i, delay, el)
 		}
-		if b.Held() {
+		slowest = max(slowest, el-delay)
+		if b.Held() || b.HoldCount() != 0 {
 			t.Fatal("held after a cancelled TryLock")
 		}
 	}
+	t.Logf("%d cancelled TryLocks, none lost; slowest return %v after the cancel", len(delays), slowest)
 	if !a.Held() {
 		t.Fatal("the holder lost the lock")
 	}
+	// The object still works after all those cancels: not a stale cancel.
+	if err := a.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.TryLock(within(10 * time.Second)); err != nil {
+		t.Fatalf("TryLock after the cancels: %v", err)
+	}
+	b.Unlock()
 }
 
 func TestLostChannel(t *testing.T) {

@@ -13,10 +13,11 @@ import (
 // maxWaitMs is dlock_try's and dlock_wait_lost's largest wait (24 h).
 const maxWaitMs = 86_400_000
 
-// cancelRepeat is how often a cancellation is repeated until the call it
-// targets returns: dlock_cancel reaches only calls already running, and a
-// call may be just entering C when the context ends.
-const cancelRepeat = 10 * time.Millisecond
+// closeRepeat is how often Close repeats dlock_cancel until every call on
+// the object has returned. Only the Lost watcher needs the repeat: its
+// dlock_wait_lost has no cancel-mark form, so a cancel sent just before it
+// enters C would be missed. TryLock needs none (see TryLock).
+const closeRepeat = 10 * time.Millisecond
 
 // Lock is one lock object on one key. Its methods are safe to call from many
 // goroutines, but remember that the lock object is the holder: a TryLock on
@@ -52,7 +53,11 @@ func (l *Lock) Key() string { return l.key }
 //
 // Cancellation goes through dlock_cancel, which interrupts every call waiting
 // on this lock object: share a Lock between goroutines only if they share
-// its fate.
+// its fate. No cancel is lost, however close to the start of the call ctx
+// ends: TryLock takes a cancel mark (dlock_cancel_mark) before it starts
+// watching ctx and passes it to dlock_try_from, which counts every
+// dlock_cancel after the mark, also one sent before the call entered C. So
+// one dlock_cancel is sent when ctx is done, never repeated.
 func (l *Lock) TryLock(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return &Error{Code: codeCancelled, Message: "the context was done before the attempt", ctxErr: err}
@@ -73,13 +78,19 @@ func (l *Lock) TryLock(ctx context.Context) error {
 	if l.h == nil {
 		return errorf(codeState, "lock %q is closed", l.key)
 	}
+	// The mark first, then the watcher that may cancel: a cancel sent at any
+	// moment after this line ends the dlock_try_from below.
+	mark := dlockc.Dlock_cancel_mark(l.h)
+	if l.closing.Load() { // Close's cancel may have come before the mark
+		return errorf(codeState, "lock %q is closed", l.key)
+	}
 	if done := ctx.Done(); done != nil {
 		stop, exited := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(exited)
 			select {
 			case <-done:
-				l.interrupt(stop)
+				dlockc.Dlock_cancel(l.h) // h stays valid: TryLock waits for exited
 			case <-stop:
 			}
 		}()
@@ -87,7 +98,8 @@ func (l *Lock) TryLock(ctx context.Context) error {
 	}
 	e := newCerr()
 	defer e.free()
-	rc := dlockc.Dlock_try(l.h, waitMs, e.p)
+	// holder 0: the object is the holder (holder=lock), the id is ignored.
+	rc := dlockc.Dlock_try_from(l.h, 0, mark, waitMs, e.p)
 	switch Code(rc) {
 	case codeOK:
 		if dlockc.Dlock_hold_count(l.h) == 1 { // a new acquisition, not a reentry
@@ -111,10 +123,10 @@ func (l *Lock) TryLock(ctx context.Context) error {
 	}
 }
 
-// interrupt cancels the calls running on the lock until stop is closed. The
-// caller keeps h valid until interrupt has returned.
+// interrupt cancels the calls running on the lock until stop is closed
+// (Close only). The caller keeps h valid until interrupt has returned.
 func (l *Lock) interrupt(stop <-chan struct{}) {
-	t := time.NewTicker(cancelRepeat)
+	t := time.NewTicker(closeRepeat)
 	defer t.Stop()
 	for {
 		dlockc.Dlock_cancel(l.h)

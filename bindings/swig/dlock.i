@@ -94,6 +94,14 @@ static uint64_t dlockswig_client_cleanup(dlock_client *client, dlock_error *err)
 %rename("%s") dlock_remaining_ms;
 %rename("%s") dlock_hold_count;
 %rename("%s") dlock_client_next_event;
+/* 1.1, for every binding: a cancel that comes before the call
+ * (dlock_cancel_mark + dlock_try_from: the mark is taken before the binding
+ * arms its cancel, so no cancel is lost and none needs re-sending), and the
+ * per-holder rollback and hold count. */
+%rename("%s") dlock_cancel_mark;
+%rename("%s") dlock_try_from;
+%rename("%s") dlock_rollback_as;
+%rename("%s") dlock_hold_count_as;
 /* Not exposed (yet): dlock_exec (an array of C strings: needs a per-language
  * typemap), dlock_key (the binding knows its key), dlock_counter_names.
  * The raw out-parameter forms are replaced by the shims above:

@@ -125,7 +125,10 @@ DLOCK_JAVA_HANDLE(dlock_lock)
  * Added to dlock.i's allow-list here (a named %rename wins over its
  * catch-all ignore whatever the order), with Java typemaps:
  *  - dlock_try_as / dlock_release_as: the holder is the Java thread's id, so
- *    that reentrancy is per Java thread, virtual threads included.
+ *    that reentrancy is per Java thread, virtual threads included (DLock
+ *    acquires with dlock_try_from, which dlock.i exposes with
+ *    dlock_cancel_mark, dlock_rollback_as and dlock_hold_count_as; the
+ *    holder and the cancel mark cross as long).
  *  - dlock_owner_copy: the owner without tearing, into a byte[] the facade
  *    allocates (copied back), cut and NUL-terminated by the library.
  *  - dlock_exec: the SQL and each parameter cross as UTF-8 byte[] in one

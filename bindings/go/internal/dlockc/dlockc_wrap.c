@@ -782,6 +782,72 @@ intgo _wrap_dlock_try_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, lon
 }
 
 
+intgo _wrap_dlock_rollback_as_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
+  dlock_lock *arg1 = (dlock_lock *) 0 ;
+  uint64_t arg2 ;
+  dlock_error *arg3 = (dlock_error *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(dlock_lock **)&_swig_go_0; 
+  arg2 = (uint64_t)_swig_go_1; 
+  arg3 = *(dlock_error **)&_swig_go_2; 
+  
+  result = (int)dlock_rollback_as(arg1,arg2,arg3);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_dlock_hold_count_as_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, long long _swig_go_1) {
+  dlock_lock *arg1 = (dlock_lock *) 0 ;
+  uint64_t arg2 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(dlock_lock **)&_swig_go_0; 
+  arg2 = (uint64_t)_swig_go_1; 
+  
+  result = (int)dlock_hold_count_as((struct dlock_lock const *)arg1,arg2);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+long long _wrap_dlock_cancel_mark_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
+  dlock_lock *arg1 = (dlock_lock *) 0 ;
+  uint64_t result;
+  long long _swig_go_result;
+  
+  arg1 = *(dlock_lock **)&_swig_go_0; 
+  
+  result = (uint64_t)dlock_cancel_mark((struct dlock_lock const *)arg1);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_dlock_try_from_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, struct dlock_error *_swig_go_4) {
+  dlock_lock *arg1 = (dlock_lock *) 0 ;
+  uint64_t arg2 ;
+  uint64_t arg3 ;
+  int64_t arg4 ;
+  dlock_error *arg5 = (dlock_error *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(dlock_lock **)&_swig_go_0; 
+  arg2 = (uint64_t)_swig_go_1; 
+  arg3 = (uint64_t)_swig_go_2; 
+  arg4 = (int64_t)_swig_go_3; 
+  arg5 = *(dlock_error **)&_swig_go_4; 
+  
+  result = (int)dlock_try_from(arg1,arg2,arg3,arg4,arg5);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
 intgo _wrap_dlock_renew_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;

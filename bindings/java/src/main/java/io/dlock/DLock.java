@@ -13,7 +13,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
@@ -29,8 +28,9 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  *
  * <p><b>Who holds it.</b> The Java thread that acquired it, as with {@link
  * java.util.concurrent.locks.ReentrantLock}: the library is asked on behalf of the thread's id
- * (core option {@code holder=thread} with {@code dlock_try_as}/{@code dlock_release_as}), which a
- * virtual thread keeps while it moves between carrier threads. The same thread re-enters (the hold
+ * (core option {@code holder=thread} with {@code dlock_try_from}, {@code dlock_release_as}, {@code
+ * dlock_rollback_as} and {@code dlock_hold_count_as}), which a virtual thread keeps while it moves
+ * between carrier threads. The same thread re-enters (the hold
  * count goes up, counted by the library), other threads, platform or virtual, wait for it like any
  * other holder's, and only the holding thread may {@link #unlock()} ({@link
  * IllegalMonitorStateException} otherwise). Option {@code holder=lock} makes the object the holder
@@ -162,18 +162,27 @@ public final class DLock implements Lock, AutoCloseable {
     }
   }
 
-  /** One dlock_try; throws InterruptedException if an interrupt of this thread cancelled it. */
+  /**
+   * One dlock_try_from; throws InterruptedException if an interrupt of this thread cancelled it.
+   * The cancel mark is taken before anything that may cancel (the interrupt hook, the virtual
+   * thread's wait for its host) is armed, so a cancel is never lost, however close to the call's
+   * start the interrupt comes.
+   */
   private int waitInLibrary(long holder, long waitMs, boolean interruptible)
       throws InterruptedException {
     final long ptr = handle.ptr;
+    final long mark = DLockNative.dlock_cancel_mark(ptr);
+    // close() sets closing before it cancels: either its cancel comes after the mark (and ends
+    // the call) or closing is seen here.
+    if (closing) throw closedWhileWaiting();
     if (waitMs > 0 && Natives.onVirtualThread()) {
-      return waitOnHost(ptr, holder, waitMs, interruptible);
+      return waitOnHost(ptr, holder, mark, waitMs, interruptible);
     }
-    if (!interruptible || waitMs == 0) return nativeTry(ptr, holder, waitMs);
+    if (!interruptible || waitMs == 0) return nativeTry(ptr, holder, mark, waitMs);
     CancelOnInterrupt hook = new CancelOnInterrupt(ptr);
     hook.enter();
     try {
-      return nativeTry(ptr, holder, waitMs);
+      return nativeTry(ptr, holder, mark, waitMs);
     } catch (CancelledException e) {
       if (hook.exit()) {
         Thread.interrupted(); // reported by the exception instead
@@ -192,25 +201,20 @@ public final class DLock implements Lock, AutoCloseable {
    * parks on the result instead of pinning its carrier in native code (a few pinned waiters could
    * otherwise occupy every carrier while the holder, unmounted, needs one to unlock).
    */
-  private int waitOnHost(long ptr, long holder, long waitMs, boolean interruptible)
+  private int waitOnHost(long ptr, long holder, long mark, long waitMs, boolean interruptible)
       throws InterruptedException {
-    // On behalf of the virtual thread: its id, not the host's.
-    Future<Integer> f = Natives.WAIT_HOSTS.submit(() -> nativeTry(ptr, holder, waitMs));
+    // On behalf of the virtual thread: its id, not the host's; and its mark, taken before it
+    // could be interrupted here, so a cancel sent before the host enters the library counts.
+    Future<Integer> f = Natives.WAIT_HOSTS.submit(() -> nativeTry(ptr, holder, mark, waitMs));
     boolean interrupted = false;
     try {
       for (;; ) {
         try {
-          if (!(interrupted && interruptible)) return f.get();
-          // Cancelled; a cancel sent before the host entered dlock_try is not seen: send again
-          // (as CancelOnInterrupt does for platform threads).
-          try {
-            return f.get(CancelOnInterrupt.RECANCEL_MS, TimeUnit.MILLISECONDS);
-          } catch (TimeoutException e) {
-            DLockNative.dlock_cancel(ptr);
-          }
+          return f.get();
         } catch (InterruptedException e) {
+          // Once: the mark makes the host's call see it whenever it starts.
+          if (!interrupted && interruptible) DLockNative.dlock_cancel(ptr);
           interrupted = true;
-          if (interruptible) DLockNative.dlock_cancel(ptr);
         }
       }
     } catch (ExecutionException e) {
@@ -227,9 +231,12 @@ public final class DLock implements Lock, AutoCloseable {
     }
   }
 
-  /** The one place the binding asks the library for the lock, on behalf of holder. */
-  private static int nativeTry(long ptr, long holder, long waitMs) {
-    return DLockNative.dlock_try_as(ptr, holder, waitMs);
+  /**
+   * The one place the binding asks the library for the lock, on behalf of holder, counting every
+   * cancel after mark (dlock_cancel_mark).
+   */
+  private static int nativeTry(long ptr, long holder, long mark, long waitMs) {
+    return DLockNative.dlock_try_from(ptr, holder, mark, waitMs);
   }
 
   private static final MethodHandle THREAD_ID = threadIdHandle();
@@ -348,15 +355,18 @@ public final class DLock implements Lock, AutoCloseable {
   /**
    * Discards the lock's transaction. A row lock: ROLLBACK, which also ends the hold (every
    * reentrant hold); a lease: the transaction opened by {@link #begin()} is rolled back and the
-   * lease stays held.
+   * lease stays held. On behalf of the calling Java thread (dlock_rollback_as): a row lock must be
+   * held by it (with {@code holder=lock}: by the object).
    *
-   * @throws LockStateException if not held, or a lease has no open transaction
+   * @throws LockStateException if not held (a row lock: by the calling thread), or a lease has no
+   *     open transaction
    */
   public void rollback() {
+    final long holder = holderId();
     guard.readLock().lock();
     try {
       ensureOpen();
-      DLockNative.dlock_rollback(handle.ptr);
+      DLockNative.dlock_rollback_as(handle.ptr, holder);
     } finally {
       guard.readLock().unlock();
     }
@@ -396,11 +406,25 @@ public final class DLock implements Lock, AutoCloseable {
   }
 
   /**
-   * Reentrant hold count of the thread holding it through this object (whichever thread that is):
-   * 0 when not held.
+   * True if the calling Java thread holds it, like {@link
+   * java.util.concurrent.locks.ReentrantLock#isHeldByCurrentThread()}: its hold count is above 0
+   * ({@link #holdCount()}). With {@code holder=lock}: if the object holds it, whichever thread
+   * asks.
+   */
+  public boolean isHeldByCurrentThread() {
+    return holdCount() > 0;
+  }
+
+  /**
+   * The calling Java thread's reentrant hold count (dlock_hold_count_as with its id), like {@link
+   * java.util.concurrent.locks.ReentrantLock#getHoldCount()}: 0 when the lock is not held or is
+   * held by another thread. Counts the thread's holds of the key through every lock object of this
+   * client opened with the same options (the library shares them). With {@code holder=lock}: the
+   * object's count, whichever thread asks. No network.
    */
   public int holdCount() {
-    return (int) read(() -> (long) DLockNative.dlock_hold_count(handle.ptr));
+    final long holder = holderId();
+    return (int) read(() -> (long) DLockNative.dlock_hold_count_as(handle.ptr, holder));
   }
 
   /**

@@ -103,7 +103,7 @@ public final class DLockClient implements AutoCloseable {
   public DLock newLock(String key, Map<String, String> options) {
     Objects.requireNonNull(key, "key");
     Map<String, String> all = new HashMap<>();
-    // The holder is the Java thread (DLock passes its id to dlock_try_as/dlock_release_as);
+    // The holder is the Java thread (DLock passes its id to dlock_try_from/dlock_release_as);
     // options may say holder=lock.
     all.put("holder", "thread");
     all.putAll(options);

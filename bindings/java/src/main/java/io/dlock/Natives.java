@@ -9,7 +9,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** What the facade classes share: the Cleaner, option maps as dlock_config, thread helpers. */
@@ -57,15 +56,6 @@ final class Natives {
       return false;
     }
   }
-
-  /** Repeats a cancel that may have come too early (see CancelOnInterrupt). */
-  static final ScheduledExecutorService TIMER =
-      Executors.newSingleThreadScheduledExecutor(
-          r -> {
-            Thread t = new Thread(r, "dlock-cancel");
-            t.setDaemon(true);
-            return t;
-          });
 
   /**
    * Platform threads that host a blocking native wait for a virtual thread. A virtual thread in a

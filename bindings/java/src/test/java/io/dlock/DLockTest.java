@@ -16,7 +16,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -695,14 +694,73 @@ class DLockTest {
     }
   }
 
-  /** rollback() of a row lock held per Java thread (the default). */
-  @Disabled("awaits dlock_rollback_as: dlock_rollback checks the OS thread, not the Java thread")
+  /**
+   * rollback() of a row lock held per Java thread (the default): dlock_rollback_as with the Java
+   * thread's id; another thread may not roll back what this one holds.
+   */
   @Test
   void rowLockRollbackPerThread() throws Exception {
     try (DLock r = client.newLock(TestDb.key("biz-row-thread"), Map.of("mode", "row"))) {
       r.lock();
+      assertTrue(r.tryLock()); // re-entered: rollback ends every hold
+      AtomicReference<Throwable> fromOther = new AtomicReference<>();
+      Thread t =
+          new Thread(
+              () -> {
+                try {
+                  r.rollback();
+                  fromOther.set(new AssertionError("another thread rolled back"));
+                } catch (Throwable e) {
+                  fromOther.set(e);
+                }
+              });
+      t.start();
+      t.join(10_000);
+      assertInstanceOf(LockStateException.class, fromOther.get());
+      assertTrue(r.isHeld());
       r.rollback();
       assertFalse(r.isHeld());
+      assertEquals(0, r.holdCount());
+      assertThrows(LockStateException.class, r::rollback); // not held any more
+    }
+  }
+
+  /** holdCount() and isHeldByCurrentThread() are the calling thread's (dlock_hold_count_as). */
+  @Test
+  void holdCountIsPerThread() throws Exception {
+    try (DLock a = client.newLock(TestDb.key("hold-count"))) {
+      assertFalse(a.isHeldByCurrentThread());
+      a.lock();
+      assertTrue(a.tryLock());
+      assertEquals(2, a.holdCount());
+      assertTrue(a.isHeldByCurrentThread());
+      int[] seen = {-1};
+      boolean[] heldThere = {true, false};
+      Thread t =
+          new Thread(
+              () -> {
+                seen[0] = a.holdCount();
+                heldThere[0] = a.isHeldByCurrentThread();
+                heldThere[1] = a.isHeld(); // by some thread
+              });
+      t.start();
+      t.join(10_000);
+      assertEquals(0, seen[0]);
+      assertFalse(heldThere[0]);
+      assertTrue(heldThere[1]);
+      a.unlock();
+      a.unlock();
+      assertEquals(0, a.holdCount());
+    }
+    // holder=lock: the object holds it, so every thread sees its count.
+    try (DLock o = client.newLock(TestDb.key("hold-count-obj"), Map.of("holder", "lock"))) {
+      o.lock();
+      int[] seen = {-1};
+      Thread t = new Thread(() -> seen[0] = o.holdCount());
+      t.start();
+      t.join(10_000);
+      assertEquals(1, seen[0]);
+      o.unlock();
     }
   }
 
