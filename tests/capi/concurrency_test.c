@@ -27,34 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dlock_check.h"
 #include "dlock_test_env.h"
-
-static int g_passed, g_failed;
-
-#define CHECK(cond, ...)                                                \
-  do {                                                                  \
-    if (cond) {                                                         \
-      ++g_passed;                                                       \
-    } else {                                                            \
-      ++g_failed;                                                       \
-      fprintf(stderr, "FAIL %s:%d: %s -- ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                     \
-      fputc('\n', stderr);                                              \
-    }                                                                   \
-  } while (0)
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms) {
-  struct timespec ts;
-  ts.tv_sec = ms / 1000;
-  ts.tv_nsec = (ms % 1000) * 1000000L;
-  nanosleep(&ts, NULL);
-}
 
 static char g_prefix[64];
 static const char *g_url;

@@ -24,20 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int g_passed;
-static int g_failed;
-
-#define CHECK(cond, ...)                                                \
-  do {                                                                  \
-    if (cond) {                                                         \
-      ++g_passed;                                                       \
-    } else {                                                            \
-      ++g_failed;                                                       \
-      fprintf(stderr, "FAIL %s:%d: %s -- ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                     \
-      fputc('\n', stderr);                                              \
-    }                                                                   \
-  } while (0)
+#include "dlock_check.h"
 
 static const char *env(const char *name) {
   const char *v = getenv(name);
