@@ -4,8 +4,9 @@
 #      pure-C test of the C API, header/export/pkg-config checks)
 #   2. the core built by clang with -Wthread-safety; the core's tests again
 #      under ASan+UBSan, then under TSan
-#   3. Go: go vet + go test -race; Java: mvn test on JDK 17 and 25
-#   4. Python: pytest (after pip-installing the package into a venv)
+#   3. Python: pytest (after pip-installing the package into a venv)
+#   4. Go: go vet + go test -race; Java: mvn test on JDK 17 and 25, with the
+#      interop test across C, Java, Go and Python on one table
 # Every suite talks to a real MariaDB: a throwaway one on loopback that the
 # suite starts itself, or the server named by DLOCK_URL.
 #   scripts/test.sh            everything
@@ -57,20 +58,27 @@ if [ -z "${DLOCK_TEST_QUICK:-}" ]; then
   done
 fi
 
-section "Go binding (go vet, go test -race)"
-bindings/go/run-tests.sh build || failed+=("go test")
-
-section "Java binding (mvn test on JDK 17 and JDK 25)"
-bindings/java/run-tests.sh build || failed+=("mvn test")
-
+py=""
 if [ -f pyproject.toml ]; then
   section "Python tests (pytest)"
   venv=build/venv
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
-  "$venv/bin/python" -m pip install -q . pytest pymysql || failed+=("pip install .")
+  if "$venv/bin/python" -m pip install -q . pytest pymysql; then
+    py=$root/$venv/bin/python
+  else
+    failed+=("pip install .")
+  fi
   "$venv/bin/python" -m pytest -q tests/python || failed+=("pytest")
 fi
+
+section "Go binding (go vet, go test -race)"
+bindings/go/run-tests.sh build || failed+=("go test")
+
+# Java's interop test takes a lock in Java and checks that C, another JVM,
+# Go and Python fail to take it, and the other way round (one table).
+section "Java binding (mvn test on JDK 17 and JDK 25)"
+DLOCK_PYTHON=$py bindings/java/run-tests.sh build || failed+=("mvn test")
 
 section "summary"
 if [ ${#failed[@]} -gt 0 ]; then
