@@ -196,6 +196,10 @@ int dlock_hold_count_as(const dlock_lock* lock, uint64_t holder) {
   return lock == nullptr ? 0 : lock->lock->hold_count_as(holder);
 }
 
+int64_t dlock_busy_remaining_ms(const dlock_lock* lock) {
+  return lock == nullptr ? -1 : lock->lock->busy_remaining_ms();
+}
+
 uint64_t dlock_cancel_mark(const dlock_lock* lock) {
   return lock == nullptr ? 0 : lock->lock->cancel_mark();
 }

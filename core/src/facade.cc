@@ -204,6 +204,10 @@ Status Lock::RollbackAs(uint64_t holder) {
   HolderScope as(holder);
   return Rollback();
 }
+int64_t Lock::busy_remaining_ms() const {
+  const int64_t us = impl_->BusyRemainingUs();
+  return us < 0 ? -1 : (us + 999) / 1000;
+}
 int Lock::hold_count_as(uint64_t holder) const {
   HolderScope as(holder);
   return impl_->HoldCountOfCaller();

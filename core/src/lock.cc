@@ -535,6 +535,7 @@ void LockImpl::DropWakeName() {
 Status LockImpl::LeaseAcquire(Clock::time_point deadline, CancelToken cancel_seen, uint64_t* fence,
                               std::string* owner, Clock::time_point* lease_deadline) {
   *owner = c_->NewOwner();
+  busy_remaining_us_.store(-1);
   auto stop = [&] { return Cancelled(cancel_seen); };
   WaitQueues& wq = c_->waiters();
   const bool wake = opts_.wakeup == Wakeup::kAuto && c_->wakeup_supported();
@@ -554,6 +555,7 @@ Status LockImpl::LeaseAcquire(Clock::time_point deadline, CancelToken cancel_see
     if (!s.ok()) return s;
     if (a.won) return won();
     wq.NoteBusy(db_key_, a.remaining_us);
+    busy_remaining_us_.store(a.remaining_us);
     if (Clock::now() >= deadline) return busy();
   }
 
@@ -629,6 +631,7 @@ Status LockImpl::LeaseAcquire(Clock::time_point deadline, CancelToken cancel_see
       return won();
     }
     wq.NoteBusy(db_key_, a.remaining_us);
+    busy_remaining_us_.store(a.remaining_us);
     if (Clock::now() >= deadline) {
       DropWakeName();
       return busy();

@@ -101,6 +101,9 @@ class LockImpl {
   int64_t RemainingMs() const;
   int HoldCount() const;
   int HoldCountOfCaller() const;  // 0 unless the calling holder holds it
+  // After a busy lease attempt: the holder's lease left by the server's
+  // clock, in microseconds; -1 when unknown (row locks, or not busy).
+  int64_t BusyRemainingUs() const { return busy_remaining_us_.load(); }
   bool forked() const { return getpid() != pid_; }
 
   // Watchdog hooks; called with the watchdog's mutex held, never with ours.
@@ -186,6 +189,7 @@ class LockImpl {
   uint64_t fence_ GUARDED_BY(st_mu_) = 0;
   Clock::time_point acquired_at_ GUARDED_BY(st_mu_){};
   Clock::time_point deadline_ GUARDED_BY(st_mu_){};
+  std::atomic<int64_t> busy_remaining_us_{-1};
   Mutex wait_mu_;
   Conn* wait_conn_ GUARDED_BY(wait_mu_) = nullptr;  // blocked in a server wait
   const std::atomic<uint64_t>* wait_caller_ GUARDED_BY(wait_mu_) = nullptr;  // whose wait

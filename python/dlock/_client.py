@@ -603,8 +603,10 @@ class Lock:
         return self._core.held
 
     def _busy_message(self, waited_s: float) -> str:
-        return (f"lock {self._key!r} was not acquired within {waited_s:g} s "
-                "(someone else holds it)")
+        left_ms = self._core.busy_remaining_ms
+        holder = ("someone else holds it" if left_ms < 0 else
+                  f"someone else holds it, for another {left_ms / 1000:.1f} s by the server's clock unless renewed")
+        return f"lock {self._key!r} was not acquired within {waited_s:g} s ({holder})"
 
     def _acquire_ms(self, wait_ms: int) -> bool:
         if not self._core.try_(wait_ms):

@@ -435,5 +435,6 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("token", [](PyLock& l) { return l.lock().token(); })
       .def_property_readonly("key", [](PyLock& l) { return py::bytes(l.lock().key()); })
       .def_property_readonly("remaining_ms", [](PyLock& l) { return l.lock().remaining_ms(); })
-      .def_property_readonly("hold_count", [](PyLock& l) { return l.lock().hold_count(); });
+      .def_property_readonly("hold_count", [](PyLock& l) { return l.lock().hold_count(); })
+      .def_property_readonly("busy_remaining_ms", [](PyLock& l) { return l.lock().busy_remaining_ms(); });
 }

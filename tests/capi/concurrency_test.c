@@ -692,6 +692,12 @@ static void test_holder_ids(dlock_client *c) {
         uint64_t mark = dlock_cancel_mark(l);
         int64_t t0 = now_ms();
         CHECK(dlock_try_from(l, 0, mark, 300, &err) == DLOCK_BUSY, "%s: try_from, no cancel", mode);
+        /* The holder's remaining lease came back with the busy answer. */
+        int64_t left = dlock_busy_remaining_ms(l);
+        if (m == 0)
+          CHECK(left > 20000 && left <= 30000, "%s: busy_remaining_ms %lld", mode, (long long)left);
+        else
+          CHECK(left == -1, "row: busy_remaining_ms %lld, want -1", (long long)left);
         mark = dlock_cancel_mark(l);
         dlock_cancel(l); /* before the call */
         t0 = now_ms();
@@ -711,7 +717,8 @@ static void test_holder_ids(dlock_client *c) {
     CHECK(dlock_try_as(NULL, 1, 0, &err) == DLOCK_E_INVALID, "NULL lock");
     CHECK(dlock_try_from(NULL, 1, 0, 0, &err) == DLOCK_E_INVALID, "NULL lock");
     CHECK(dlock_rollback_as(NULL, 1, &err) == DLOCK_E_INVALID, "NULL lock");
-    CHECK(dlock_hold_count_as(NULL, 1) == 0 && dlock_cancel_mark(NULL) == 0, "NULL lock");
+    CHECK(dlock_hold_count_as(NULL, 1) == 0 && dlock_cancel_mark(NULL) == 0 &&
+              dlock_busy_remaining_ms(NULL) == -1, "NULL lock");
     CHECK(dlock_release_as(NULL, 1, &err) == DLOCK_E_INVALID, "NULL lock");
     dlock_close(l);
   }

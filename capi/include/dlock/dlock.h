@@ -368,6 +368,12 @@ DLOCK_EXPORT const char *dlock_key(const dlock_lock *lock, size_t *out_len);
 /* Milliseconds left on the lease by our monotonic clock (counted from when
  * the successful acquire/renew was sent); 0 if not held; -1 for row locks. */
 DLOCK_EXPORT int64_t dlock_remaining_ms(const dlock_lock *lock);
+/* After dlock_try returned DLOCK_BUSY on a lease lock: how many ms the
+ * holder's lease still had, by the server's clock, at the last attempt (the
+ * acquire statement reports it: no extra round trip); -1 when unknown (row
+ * locks, or no busy attempt). For messages such as "held for another 12 s".
+ * Since 1.1. */
+DLOCK_EXPORT int64_t dlock_busy_remaining_ms(const dlock_lock *lock);
 /* Reentrant hold count: 0 when not held, 1 after the first dlock_try, +1
  * for each further dlock_try by the same holder. */
 DLOCK_EXPORT int dlock_hold_count(const dlock_lock *lock);

@@ -158,7 +158,9 @@ class Lock {
   Status TryAs(uint64_t holder, int64_t wait_ms);
   Status ReleaseAs(uint64_t holder);
   Status RollbackAs(uint64_t holder);
-  int hold_count_as(uint64_t holder) const;  // holder's holds (0 if another holds it)
+  int hold_count_as(uint64_t holder) const;
+  // After kBusy on a lease: ms the holder's lease still had (server clock); -1 unknown.
+  int64_t busy_remaining_ms() const;  // holder's holds (0 if another holds it)
   // The object's cancel count now; TryFrom counts only cancels after it, also
   // one that came before the call began. holder 0: the calling OS thread.
   uint64_t cancel_mark() const;
