@@ -22,7 +22,7 @@ constexpr auto kPoolGrace = std::chrono::milliseconds(1000);
 constexpr int kConnRetries = 3;      // fresh connections tried after a drop
 constexpr int kDeadlockRetries = 5;  // re-runs after 1213
 
-std::string Quote(const std::string& ident) { return "`" + ident + "`"; }
+}  // namespace
 
 void JitterSleep(int attempt) {
   thread_local std::minstd_rand rng(std::random_device{}());
@@ -30,6 +30,8 @@ void JitterSleep(int attempt) {
   std::uniform_int_distribution<int> d(base / 2, base);
   std::this_thread::sleep_for(std::chrono::milliseconds(d(rng)));
 }
+
+namespace {
 
 std::string HostName() {
   char buf[256] = {0};
@@ -49,8 +51,8 @@ ClientImpl::ClientImpl(ClientOptions opts, LockOptions lock_defaults)
       host_(HostName()),
       events_(static_cast<size_t>(opts_.events)),
       renewer_(this) {
-  const std::string t = Quote(opts_.table);
-  const std::string f = Quote(opts_.table + "_fence");
+  const std::string t = QuoteIdent(opts_.table);
+  const std::string f = QuoteIdent(opts_.table + "_fence");
   const std::string now = "UTC_TIMESTAMP(6)";
   // One statement takes a free key, takes over an expired lease, or repeats
   // our own acquisition (a retry after a dropped connection). Assignment
@@ -95,7 +97,7 @@ ClientImpl::ClientImpl(ClientOptions opts, LockOptions lock_defaults)
                                 now + ") + 0 * IFNULL(RELEASE_LOCK(?), 0), '1970-01-01 00:00:00', "
                                 "'1970-01-01 00:00:00') WHERE lock_key = ? AND owner = ?";
 
-  const std::string r = Quote(opts_.row_table);
+  const std::string r = QuoteIdent(opts_.row_table);
   // The article's SELECT .. FOR UPDATE: a locking read, so acquiring and
   // releasing cost no log flush.
   const std::string take = "SELECT 1 FROM " + r + " WHERE lock_name = ? FOR UPDATE";
@@ -149,189 +151,6 @@ ClientImpl::~ClientImpl() {
     if (getpid() == pid_) janitor_.join();
     else janitor_.detach();  // forked child: the thread is not ours
   }
-}
-
-void ClientImpl::StartJanitor() {
-  if (opts_.cleanup_interval_ms <= 0) return;
-  janitor_ = std::thread([this] { JanitorLoop(); });
-}
-
-void ClientImpl::JanitorLoop() {
-  mysql_thread_init();
-  std::unique_lock<std::mutex> g(janitor_mu_);
-  while (!janitor_stop_) {
-    // Spread the clients of a fleet: +-10% jitter on the interval.
-    thread_local std::minstd_rand rng(std::random_device{}());
-    int64_t iv = opts_.cleanup_interval_ms;
-    std::uniform_int_distribution<int64_t> d(iv * 9 / 10, iv * 11 / 10);
-    if (janitor_cv_.wait_for(g, std::chrono::milliseconds(d(rng)), [&] { return janitor_stop_; }))
-      break;
-    g.unlock();
-    uint64_t deleted = 0;
-    bool ran = false;
-    Status s = Cleanup(&deleted, &ran);
-    if (!s.ok()) {
-      Raise(EventType::kCleanup, Severity::kWarning, "", "", 0,
-            "periodic cleanup failed: " + s.message());
-    }
-    g.lock();
-  }
-  g.unlock();
-  mysql_thread_end();
-}
-
-Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
-  *deleted = 0;
-  *ran = false;
-  const std::string t = Quote(opts_.table), f = Quote(opts_.table + "_fence");
-  // One cleaner at a time across all clients: a lease of its own (A8).
-  static const std::string kGuard = "dlock:cleanup";
-  const std::string owner = NewOwner();
-  LeaseAttempt a;
-  Status s = LeaseAcquire(kGuard, owner, 60000, Clock::now(), nullptr, &a);
-  if (!s.ok()) return s;
-  if (!a.won) return Status::OK();
-  *ran = true;
-  PooledConn conn;
-  s = GetConn(Clock::now(), &conn);
-  ExecResult r;
-  std::string cutoff;
-  if (s.ok())
-    s = conn->Exec("SELECT DATE_FORMAT(UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND, '%Y-%m-%d %H:%i:%s.%f')",
-                   {Param::Int(opts_.cleanup_grace_ms * 1000)}, &r);
-  if (s.ok() && !r.rows.empty() && r.rows[0][0]) cutoff = *r.rows[0][0];
-  // Each batch is one transaction: the fence floor row is locked first (new
-  // keys read it with a share lock, so none is created meanwhile), the rows
-  // to delete are locked next (with their index gaps, so a release cannot
-  // move another row into the range), the floor rises above their tokens,
-  // and exactly those rows go. A re-created key then starts above every
-  // token it ever issued (B1).
-  for (int batch = 0; s.ok() && !cutoff.empty() && batch < 1000; ++batch) {
-    const std::string range = " WHERE expire_time < ? ORDER BY expire_time LIMIT ?";
-    std::vector<Param> p = {Param::Text(cutoff), Param::Int(opts_.cleanup_batch)};
-    // REPEATABLE READ: the locking read below must lock the index gaps too.
-    s = conn->Query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
-    if (s.ok()) s = conn->Query("START TRANSACTION");
-    if (s.ok()) s = conn->Exec("SELECT fence_floor FROM " + f + " WHERE id = 1 FOR UPDATE", {}, &r);
-    if (s.ok()) s = conn->Exec("SELECT fence FROM " + t + range + " FOR UPDATE", p, &r);
-    uint64_t n = 0, max_fence = 0;
-    if (s.ok()) {
-      n = r.rows.size();
-      for (const Row& row : r.rows)
-        if (row[0]) max_fence = std::max<uint64_t>(max_fence, std::strtoull(row[0]->c_str(), nullptr, 10));
-    }
-    if (s.ok() && n > 0) {
-      s = conn->Exec("UPDATE " + f + " SET fence_floor = GREATEST(fence_floor, ?) WHERE id = 1",
-                     {Param::Int(static_cast<int64_t>(max_fence))}, &r);
-      if (s.ok()) s = conn->Exec("DELETE FROM " + t + range, p, &r);
-      if (s.ok()) *deleted += r.affected;
-    }
-    if (s.ok()) s = conn->Query("COMMIT");
-    if (!s.ok()) {
-      if (!conn->broken()) (void)conn->Query("ROLLBACK");
-      if (s.server_errno() == ER_LOCK_DEADLOCK) {  // an acquirer raced us: again
-        JitterSleep(std::min(batch, 5));
-        s = Status::OK();
-        continue;
-      }
-      break;
-    }
-    if (n < static_cast<uint64_t>(opts_.cleanup_batch)) break;
-  }
-  if (s.ok()) {
-    Status c = conn->Exec("SELECT COUNT(*) FROM " + t, {}, &r);
-    if (c.ok() && !r.rows.empty() && r.rows[0][0])
-      counters_.table_rows.store(std::strtoull(r.rows[0][0]->c_str(), nullptr, 10));
-  }
-  conn.Reset();
-  bool released = false, ours = false;
-  (void)LeaseRelease(kGuard, owner, nullptr, &released, &ours);
-  counters_.cleanup_runs.fetch_add(1);
-  counters_.cleanup_deleted.fetch_add(*deleted);
-  if (*deleted > 0) {
-    Raise(EventType::kCleanup, Severity::kInfo, "", "", 0,
-          "cleanup deleted " + std::to_string(*deleted) + " expired lease rows; " +
-              std::to_string(counters_.table_rows.load()) + " rows remain");
-  }
-  return s;
-}
-
-Status ClientImpl::CheckColumns(Conn& conn, const std::string& table,
-                                const std::vector<std::pair<std::string, std::string>>& want) {
-  ExecResult r;
-  Status s = conn.Exec(
-      "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS "
-      "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
-      {Param::Text(table)}, &r);
-  if (!s.ok()) return s;
-  if (r.rows.empty()) return Status(Code::kState, "missing");
-  for (const auto& w : want) {
-    bool found = false;
-    for (const Row& row : r.rows) {
-      if (row[0] && *row[0] == w.first) {
-        found = row[1] && row[1]->compare(0, w.second.size(), w.second) == 0;
-        if (!found)
-          return Status(Code::kDb, "table " + table + " exists but column " + w.first + " is " +
-                                       (row[1] ? *row[1] : "NULL") + ", dlock needs " + w.second +
-                                       "...: choose another table name (table=/row_table=) or "
-                                       "migrate it (see README, Schema)");
-        break;
-      }
-    }
-    if (!found)
-      return Status(Code::kDb, "table " + table + " exists but has no column " + w.first +
-                                   ": choose another table name (table=/row_table=) or migrate it "
-                                   "(see README, Schema)");
-  }
-  return Status::OK();
-}
-
-std::vector<SchemaTable> SchemaTables(const ClientOptions& opts) {
-  const std::string t = opts.table, f = opts.table + "_fence", r = opts.row_table;
-  // Every column is binary or numeric: the server's default character set
-  // and collation cannot change what a key means (B2).
-  return {
-      {t,
-       {{"lock_key", "varbinary("}, {"owner", "varbinary("}, {"expire_time", "datetime(6)"},
-        {"create_time", "datetime(6)"}, {"fence", "bigint"}},
-       "CREATE TABLE IF NOT EXISTS " + Quote(t) +
-           " (lock_key VARBINARY(512) NOT NULL COMMENT 'lock name, compared byte for byte',"
-           " owner VARBINARY(255) NOT NULL COMMENT 'host:pid:uuid of the holder; empty = free',"
-           " expire_time DATETIME(6) NOT NULL COMMENT 'UTC, by the server clock',"
-           " create_time DATETIME(6) NOT NULL COMMENT 'UTC, when the current holder acquired',"
-           " fence BIGINT UNSIGNED NOT NULL COMMENT 'fencing token: grows with every acquisition',"
-           " PRIMARY KEY (lock_key), KEY idx_expire_time (expire_time))"
-           " ENGINE=InnoDB COMMENT='dlock lease locks'"},
-      {f,
-       {{"id", "tinyint"}, {"fence_floor", "bigint"}},
-       "CREATE TABLE IF NOT EXISTS " + Quote(f) +
-           " (id TINYINT UNSIGNED NOT NULL PRIMARY KEY,"
-           " fence_floor BIGINT UNSIGNED NOT NULL COMMENT 'highest token of any deleted lease row')"
-           " ENGINE=InnoDB COMMENT='dlock: fencing floor kept across cleanup'"},
-      {r,
-       {{"lock_name", "varbinary("}, {"updated_time", "datetime(6)"}},
-       "CREATE TABLE IF NOT EXISTS " + Quote(r) +
-           " (lock_name VARBINARY(512) NOT NULL COMMENT 'lock name, compared byte for byte',"
-           " updated_time DATETIME(6) NULL COMMENT 'UTC, when the row was created',"
-           " PRIMARY KEY (lock_name)) ENGINE=InnoDB COMMENT='dlock row locks (SELECT ... FOR UPDATE)'"},
-  };
-}
-
-std::string SchemaSeedSql(const ClientOptions& opts) {
-  return "INSERT IGNORE INTO " + Quote(opts.table + "_fence") + " (id, fence_floor) VALUES (1, 0)";
-}
-
-Status ClientImpl::InitSchema(Conn& conn) {
-  for (const SchemaTable& tb : SchemaTables(opts_)) {
-    Status s = CheckColumns(conn, tb.name, tb.cols);
-    if (s.code() == Code::kState) {  // missing: create it
-      s = conn.Query(tb.ddl);
-      if (!s.ok()) return s;
-      s = CheckColumns(conn, tb.name, tb.cols);
-    }
-    if (!s.ok()) return s;
-  }
-  return conn.Query(SchemaSeedSql(opts_));
 }
 
 std::string ClientImpl::NewOwner() {

@@ -43,6 +43,13 @@ struct RowSql {
   std::vector<std::string> sliced;
 };
 
+// A table name as an SQL identifier (names are validated at parse time).
+inline std::string QuoteIdent(const std::string& ident) { return "`" + ident + "`"; }
+
+// Sleeps a few ms, growing with attempt, jittered: between re-runs after a
+// deadlock (1213), so that the two sides do not collide again.
+void JitterSleep(int attempt);
+
 // The wait slices a row-lock acquisition is made of: a bounded set, so that
 // every statement stays prepared and cached.
 extern const int64_t kRowSlicesMs[];
@@ -109,6 +116,11 @@ class ClientImpl {
   // (false = someone else's now).
   Status LeaseRelease(const std::string& key, const std::string& owner, Conn* preferred,
                       bool* released, bool* ours);
+
+  // Creates the lock tables that are missing and checks the columns of
+  // those that exist (Open does it too; this is for an open client, e.g.
+  // after the tables were dropped). Forgets which lock rows it saw.
+  Status EnsureSchema();
 
   // Row locks: make sure the row exists without ever locking a gap.
   Status EnsureRow(Conn& conn, const std::string& name, bool force_check);

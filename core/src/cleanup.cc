@@ -1,0 +1,118 @@
+// A8: the janitor that deletes long-expired lease rows, and the fencing
+// floor that keeps tokens growing across it.
+#include <mysqld_error.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <random>
+
+#include "client_impl.h"
+
+namespace dlock {
+
+void ClientImpl::StartJanitor() {
+  if (opts_.cleanup_interval_ms <= 0) return;
+  janitor_ = std::thread([this] { JanitorLoop(); });
+}
+
+void ClientImpl::JanitorLoop() {
+  mysql_thread_init();
+  std::unique_lock<std::mutex> g(janitor_mu_);
+  while (!janitor_stop_) {
+    // Spread the clients of a fleet: +-10% jitter on the interval.
+    thread_local std::minstd_rand rng(std::random_device{}());
+    int64_t iv = opts_.cleanup_interval_ms;
+    std::uniform_int_distribution<int64_t> d(iv * 9 / 10, iv * 11 / 10);
+    if (janitor_cv_.wait_for(g, std::chrono::milliseconds(d(rng)), [&] { return janitor_stop_; }))
+      break;
+    g.unlock();
+    uint64_t deleted = 0;
+    bool ran = false;
+    Status s = Cleanup(&deleted, &ran);
+    if (!s.ok()) {
+      Raise(EventType::kCleanup, Severity::kWarning, "", "", 0,
+            "periodic cleanup failed: " + s.message());
+    }
+    g.lock();
+  }
+  g.unlock();
+  mysql_thread_end();
+}
+
+Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
+  *deleted = 0;
+  *ran = false;
+  const std::string t = QuoteIdent(opts_.table), f = QuoteIdent(opts_.table + "_fence");
+  // One cleaner at a time across all clients: a lease of its own (A8).
+  static const std::string kGuard = "dlock:cleanup";
+  const std::string owner = NewOwner();
+  LeaseAttempt a;
+  Status s = LeaseAcquire(kGuard, owner, 60000, Clock::now(), nullptr, &a);
+  if (!s.ok()) return s;
+  if (!a.won) return Status::OK();
+  *ran = true;
+  PooledConn conn;
+  s = GetConn(Clock::now(), &conn);
+  ExecResult r;
+  std::string cutoff;
+  if (s.ok())
+    s = conn->Exec("SELECT DATE_FORMAT(UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND, '%Y-%m-%d %H:%i:%s.%f')",
+                   {Param::Int(opts_.cleanup_grace_ms * 1000)}, &r);
+  if (s.ok() && !r.rows.empty() && r.rows[0][0]) cutoff = *r.rows[0][0];
+  // Each batch is one transaction: the fence floor row is locked first (new
+  // keys read it with a share lock, so none is created meanwhile), the rows
+  // to delete are locked next (with their index gaps, so a release cannot
+  // move another row into the range), the floor rises above their tokens,
+  // and exactly those rows go. A re-created key then starts above every
+  // token it ever issued (B1).
+  for (int batch = 0; s.ok() && !cutoff.empty() && batch < 1000; ++batch) {
+    const std::string range = " WHERE expire_time < ? ORDER BY expire_time LIMIT ?";
+    std::vector<Param> p = {Param::Text(cutoff), Param::Int(opts_.cleanup_batch)};
+    // REPEATABLE READ: the locking read below must lock the index gaps too.
+    s = conn->Query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+    if (s.ok()) s = conn->Query("START TRANSACTION");
+    if (s.ok()) s = conn->Exec("SELECT fence_floor FROM " + f + " WHERE id = 1 FOR UPDATE", {}, &r);
+    if (s.ok()) s = conn->Exec("SELECT fence FROM " + t + range + " FOR UPDATE", p, &r);
+    uint64_t n = 0, max_fence = 0;
+    if (s.ok()) {
+      n = r.rows.size();
+      for (const Row& row : r.rows)
+        if (row[0]) max_fence = std::max<uint64_t>(max_fence, std::strtoull(row[0]->c_str(), nullptr, 10));
+    }
+    if (s.ok() && n > 0) {
+      s = conn->Exec("UPDATE " + f + " SET fence_floor = GREATEST(fence_floor, ?) WHERE id = 1",
+                     {Param::Int(static_cast<int64_t>(max_fence))}, &r);
+      if (s.ok()) s = conn->Exec("DELETE FROM " + t + range, p, &r);
+      if (s.ok()) *deleted += r.affected;
+    }
+    if (s.ok()) s = conn->Query("COMMIT");
+    if (!s.ok()) {
+      if (!conn->broken()) (void)conn->Query("ROLLBACK");
+      if (s.server_errno() == ER_LOCK_DEADLOCK) {  // an acquirer raced us: again
+        JitterSleep(std::min(batch, 5));
+        s = Status::OK();
+        continue;
+      }
+      break;
+    }
+    if (n < static_cast<uint64_t>(opts_.cleanup_batch)) break;
+  }
+  if (s.ok()) {
+    Status c = conn->Exec("SELECT COUNT(*) FROM " + t, {}, &r);
+    if (c.ok() && !r.rows.empty() && r.rows[0][0])
+      counters_.table_rows.store(std::strtoull(r.rows[0][0]->c_str(), nullptr, 10));
+  }
+  conn.Reset();
+  bool released = false, ours = false;
+  (void)LeaseRelease(kGuard, owner, nullptr, &released, &ours);
+  counters_.cleanup_runs.fetch_add(1);
+  counters_.cleanup_deleted.fetch_add(*deleted);
+  if (*deleted > 0) {
+    Raise(EventType::kCleanup, Severity::kInfo, "", "", 0,
+          "cleanup deleted " + std::to_string(*deleted) + " expired lease rows; " +
+              std::to_string(counters_.table_rows.load()) + " rows remain");
+  }
+  return s;
+}
+
+}  // namespace dlock

@@ -1,0 +1,97 @@
+// The lock tables: their DDL, the column check, and creating them.
+#include <algorithm>
+#include <cstdlib>
+
+#include "client_impl.h"
+
+namespace dlock {
+
+Status ClientImpl::CheckColumns(Conn& conn, const std::string& table,
+                                const std::vector<std::pair<std::string, std::string>>& want) {
+  ExecResult r;
+  Status s = conn.Exec(
+      "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS "
+      "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
+      {Param::Text(table)}, &r);
+  if (!s.ok()) return s;
+  if (r.rows.empty()) return Status(Code::kState, "missing");
+  for (const auto& w : want) {
+    bool found = false;
+    for (const Row& row : r.rows) {
+      if (row[0] && *row[0] == w.first) {
+        found = row[1] && row[1]->compare(0, w.second.size(), w.second) == 0;
+        if (!found)
+          return Status(Code::kDb, "table " + table + " exists but column " + w.first + " is " +
+                                       (row[1] ? *row[1] : "NULL") + ", dlock needs " + w.second +
+                                       "...: choose another table name (table=/row_table=) or "
+                                       "migrate it (see README, Schema)");
+        break;
+      }
+    }
+    if (!found)
+      return Status(Code::kDb, "table " + table + " exists but has no column " + w.first +
+                                   ": choose another table name (table=/row_table=) or migrate it "
+                                   "(see README, Schema)");
+  }
+  return Status::OK();
+}
+
+std::vector<SchemaTable> SchemaTables(const ClientOptions& opts) {
+  const std::string t = opts.table, f = opts.table + "_fence", r = opts.row_table;
+  // Every column is binary or numeric: the server's default character set
+  // and collation cannot change what a key means (B2).
+  return {
+      {t,
+       {{"lock_key", "varbinary("}, {"owner", "varbinary("}, {"expire_time", "datetime(6)"},
+        {"create_time", "datetime(6)"}, {"fence", "bigint"}},
+       "CREATE TABLE IF NOT EXISTS " + QuoteIdent(t) +
+           " (lock_key VARBINARY(512) NOT NULL COMMENT 'lock name, compared byte for byte',"
+           " owner VARBINARY(255) NOT NULL COMMENT 'host:pid:uuid of the holder; empty = free',"
+           " expire_time DATETIME(6) NOT NULL COMMENT 'UTC, by the server clock',"
+           " create_time DATETIME(6) NOT NULL COMMENT 'UTC, when the current holder acquired',"
+           " fence BIGINT UNSIGNED NOT NULL COMMENT 'fencing token: grows with every acquisition',"
+           " PRIMARY KEY (lock_key), KEY idx_expire_time (expire_time))"
+           " ENGINE=InnoDB COMMENT='dlock lease locks'"},
+      {f,
+       {{"id", "tinyint"}, {"fence_floor", "bigint"}},
+       "CREATE TABLE IF NOT EXISTS " + QuoteIdent(f) +
+           " (id TINYINT UNSIGNED NOT NULL PRIMARY KEY,"
+           " fence_floor BIGINT UNSIGNED NOT NULL COMMENT 'highest token of any deleted lease row')"
+           " ENGINE=InnoDB COMMENT='dlock: fencing floor kept across cleanup'"},
+      {r,
+       {{"lock_name", "varbinary("}, {"updated_time", "datetime(6)"}},
+       "CREATE TABLE IF NOT EXISTS " + QuoteIdent(r) +
+           " (lock_name VARBINARY(512) NOT NULL COMMENT 'lock name, compared byte for byte',"
+           " updated_time DATETIME(6) NULL COMMENT 'UTC, when the row was created',"
+           " PRIMARY KEY (lock_name)) ENGINE=InnoDB COMMENT='dlock row locks (SELECT ... FOR UPDATE)'"},
+  };
+}
+
+std::string SchemaSeedSql(const ClientOptions& opts) {
+  return "INSERT IGNORE INTO " + QuoteIdent(opts.table + "_fence") + " (id, fence_floor) VALUES (1, 0)";
+}
+
+Status ClientImpl::InitSchema(Conn& conn) {
+  for (const SchemaTable& tb : SchemaTables(opts_)) {
+    Status s = CheckColumns(conn, tb.name, tb.cols);
+    if (s.code() == Code::kState) {  // missing: create it
+      s = conn.Query(tb.ddl);
+      if (!s.ok()) return s;
+      s = CheckColumns(conn, tb.name, tb.cols);
+    }
+    if (!s.ok()) return s;
+  }
+  return conn.Query(SchemaSeedSql(opts_));
+}
+
+Status ClientImpl::EnsureSchema() {
+  PooledConn conn;
+  Status s = GetConn(Clock::now() + std::chrono::seconds(opts_.connect_timeout_s), &conn);
+  if (!s.ok()) return s;
+  s = InitSchema(*conn);
+  std::lock_guard<std::mutex> g(rows_mu_);
+  known_rows_.clear();  // a dropped row table took its rows along
+  return s;
+}
+
+}  // namespace dlock
