@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "client_impl.h"
+#include "scheme.h"
 #include "thread_annotations.h"
 #include "dlock/core.hpp"
 
@@ -59,13 +60,10 @@ struct LockCaller {
   std::atomic<uint64_t> hold_gen{0};
 };
 
-// What a waiting call checks to see whether it was cancelled.
-struct CancelToken {
-  const std::atomic<uint64_t>* seq;
-  uint64_t seen;
-};
-
-class LockImpl {
+// One lock: the state machine (IDLE, HELD, LOST), reentrancy, the calls and
+// their cancellation, and waiting in this process. The database part is the
+// scheme's (scheme.h).
+class LockImpl final : private LockHost {
  public:
   // identity: the key of this lock in the client's registry of shared
   // locks, or "" when it is not shared.
@@ -103,7 +101,7 @@ class LockImpl {
   int HoldCountOfCaller() const;  // 0 unless the calling holder holds it
   // After a busy lease attempt: the holder's lease left by the server's
   // clock, in microseconds; -1 when unknown (row locks, or not busy).
-  int64_t BusyRemainingUs() const { return busy_remaining_us_.load(); }
+  int64_t BusyRemainingUs() const { return scheme_->BusyRemainingUs(); }
   bool forked() const { return getpid() != pid_; }
 
   // Watchdog hooks; called with the watchdog's mutex held, never with ours.
@@ -111,21 +109,36 @@ class LockImpl {
   void OnLost(const std::string& owner, const std::string& why);
 
  private:
-  std::string Name() const;
+  std::string Name() const { return name_; }
   Status CheckPid() const;
   bool IsHolderLocked() const REQUIRES(st_mu_);
   LockState StateLocked() const REQUIRES(st_mu_);
   std::string LostWhyLocked() const REQUIRES(st_mu_);
   void SetLostLocked(std::string why) REQUIRES(st_mu_);
-  static bool Cancelled(const CancelToken& t) { return t.seq->load() != t.seen; }
+  // A hold that is HELD or LOST but not yet given back in the database.
+  bool PinnedLocked() const REQUIRES(st_mu_) {
+    return state_ == LockState::kHeld || (state_ == LockState::kLost && !released_);
+  }
+
+  // LockHost: what the scheme asks of us.
+  std::string MarkLost(const std::string& why) override;
+  std::string LostReason() const override;
+  // Cancel() may abort the statement waiting on conn until LeaveServerWait.
+  bool EnterServerWait(Conn& conn, CancelToken cancel) override;
+  void LeaveServerWait() override;
 
   // Every public call runs inside a CallScope: the destructor (dlock_close)
   // cancels the calls in progress and waits for them; calls that start while
   // it closes are refused.
   class CallScope;
+  // A call into the scheme on a held lock marks the hold's session busy, so
+  // the watch below never reads a reply in flight as "closed by the server".
+  class SchemeUse;
   // Refuses an operation on the lock's connections while another thread is
   // acquiring it (that thread alone uses them then). st_mu_ held.
   Status RefuseWhileAcquiringLocked(const char* what) const REQUIRES(st_mu_);
+  // The state checks of renew/begin/exec: OK when held.
+  Status CheckHeldLocked(const char* what) const REQUIRES(st_mu_);
   // Try, after it claimed the acquisition: frees what a hold that was lost
   // but not released still pins (its lease row if still ours, its
   // transaction, its connections). op_mu_ held.
@@ -135,51 +148,32 @@ class LockImpl {
   // Releases a hold that is still taken, as close does (a row lock rolls
   // back). op_mu_ held.
   void DropHold();
-  // Gives back a lock this Try won after it was cancelled.
-  void UndoAcquisition(const std::string& owner);
-  // Cancel() may abort the statement waiting on conn until LeaveServerWait.
-  // false: cancelled already, don't start it.
-  bool EnterServerWait(Conn& conn, CancelToken cancel_seen);
-  void LeaveServerWait();
-  // An op on row_conn_ marks it busy, so the watch below never reads a
-  // reply in flight as "closed by the server".
-  class RowUse;
-  // Row lock held on an idle connection: has the server closed it? Then the
-  // row lock is gone (the server rolled back): state becomes LOST. st_mu_ held.
-  void WatchRowLocked() const REQUIRES(st_mu_);
-
-  // The database part of an acquisition; no mutex of ours held.
-  Status LeaseAcquire(Clock::time_point deadline, CancelToken cancel_seen, uint64_t* fence,
-                      std::string* owner, Clock::time_point* lease_deadline);
-  Status RowAcquire(Clock::time_point deadline, CancelToken cancel_seen, uint64_t* fence);
-  // Waits for the wake-up name on conn (GET_LOCK), at most timeout; true
-  // when we got it.
-  Status GetWakeName(Conn& conn, Clock::time_point until, CancelToken cancel_seen, bool* got);
-  void DropWakeName();
-  // *freed: the lease row is known to be free now (released by us).
-  Status LeaseReleaseDb(Status* business, bool* freed);
-  Status RowEnd(const char* how);
-  Status CommitOrRollbackTxn(const char* how);
+  // A hold whose session lives on an idle connection (a row lock): has the
+  // server closed it? Then the hold is gone (the server rolled back): state
+  // becomes LOST. st_mu_ held.
+  void WatchSessionLocked() const REQUIRES(st_mu_);
 
   std::shared_ptr<Client> client_;
   ClientImpl* c_;
   const std::string key_;      // the user's key
   const std::string db_key_;   // the row it maps to (differs with shards=N)
-  const std::string wake_name_;
+  const std::string name_;     // the key as messages show it
   const LockOptions opts_;
   const pid_t pid_;
   const std::string identity_;
+  // The database part (lease or row). Used under op_mu_, or by the thread
+  // that claimed the acquisition (acquiring_).
+  std::unique_ptr<Scheme> scheme_;
 
   std::mutex op_mu_;  // serialises Renew/Release/Rollback/Begin/Exec
   mutable Mutex st_mu_;
   // State changes: acquired, released, lost, calls; waits on st_mu_.
   mutable std::condition_variable_any cv_;
-  // Guarded by st_mu_. Mutable: the row watch turns HELD into LOST from an
-  // accessor.
+  // Mutable: the session watch turns HELD into LOST from an accessor.
   mutable LockState state_ GUARDED_BY(st_mu_) = LockState::kIdle;
   bool acquiring_ GUARDED_BY(st_mu_) = false;
-  bool row_busy_ GUARDED_BY(st_mu_) = false;           // an op is using row_conn_
-  mutable Conn* row_watch_ GUARDED_BY(st_mu_) = nullptr;  // row_conn_ while held and idle
+  bool scheme_busy_ GUARDED_BY(st_mu_) = false;  // an op is using the hold's session
+  mutable Conn* session_watch_ GUARDED_BY(st_mu_) = nullptr;  // the held, idle session
   HolderId holder_ GUARDED_BY(st_mu_);
   int count_ GUARDED_BY(st_mu_) = 0;
   uint64_t gen_ GUARDED_BY(st_mu_) = 0;
@@ -189,18 +183,9 @@ class LockImpl {
   uint64_t fence_ GUARDED_BY(st_mu_) = 0;
   Clock::time_point acquired_at_ GUARDED_BY(st_mu_){};
   Clock::time_point deadline_ GUARDED_BY(st_mu_){};
-  std::atomic<int64_t> busy_remaining_us_{-1};
   Mutex wait_mu_;
   Conn* wait_conn_ GUARDED_BY(wait_mu_) = nullptr;  // blocked in a server wait
   const std::atomic<uint64_t>* wait_caller_ GUARDED_BY(wait_mu_) = nullptr;  // whose wait
-
-  // Connections this lock holds while it is held (owned by the op in
-  // progress or by the held lock; guarded by op_mu_ / acquiring_):
-  PooledConn row_conn_;   // row lock: the transaction
-  bool row_dirty_ = false;  // Exec ran statements in the row lock's transaction
-  PooledConn own_conn_;   // lease: the lock's own connection, when it needs one
-  bool has_wake_name_ = false;  // own_conn_ holds the wake-up name (GET_LOCK)
-  bool txn_open_ = false;       // Begin() opened a transaction on own_conn_
 };
 
 }  // namespace dlock

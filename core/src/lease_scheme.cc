@@ -1,0 +1,405 @@
+// The lease scheme: a lock is a row with an owner and an expiry by the
+// database's clock (the article's scheme 1, with fencing tokens). Acquire,
+// renew and release are one statement each (client.cc runs them with the
+// retry rules); this file decides when to run them, waits for a busy lease
+// (in line with this process's other waiters, woken by the holder's
+// wake-up name), and keeps the lock's own connection for a transaction
+// that commits with the release (A7).
+#include <mysqld_error.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+
+#include "client_impl.h"
+#include "scheme.h"
+
+namespace dlock {
+
+namespace {
+
+// Back-off between polls of a busy lease: starts small so a short hold is
+// noticed soon, grows so a long one costs the database little, and never
+// sleeps past the moment the database said the lease ends.
+constexpr int64_t kPollMinUs = 2000;
+constexpr int64_t kPollMaxUs = 200000;
+
+int64_t JitterUs(int64_t us) {
+  thread_local std::minstd_rand rng(std::random_device{}());
+  std::uniform_int_distribution<int64_t> d(us * 3 / 4, us + us / 4);
+  return d(rng);
+}
+
+// The wake-up name of a lease row (GET_LOCK): a hint for waiters, never
+// exclusion.
+std::string WakeName(const std::string& table, const std::string& db_key) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(KeyHash(db_key)));
+  return "dlock:" + table + ":" + hex;
+}
+
+class LeaseScheme final : public Scheme {
+ public:
+  explicit LeaseScheme(const SchemeArgs& a)
+      : c_(a.client),
+        host_(a.host),
+        key_(a.key),
+        db_key_(a.db_key),
+        name_(a.name),
+        wake_name_(WakeName(a.client->options().table, a.db_key)),
+        opts_(a.opts),
+        pid_(getpid()) {}
+  ~LeaseScheme() override {
+    if (getpid() == pid_) DropWakeName();
+  }
+
+  bool expires() const override { return true; }
+  bool hold_is_transaction() const override { return false; }
+  Status Acquire(Clock::time_point deadline, CancelToken cancel, Grant* out) override;
+  void Abandon(const std::string& owner) override;
+  Status Renew(const std::string& owner, Clock::time_point acquired_at, uint64_t token,
+               Clock::time_point* deadline) override;
+  Status Release(const std::string& owner, uint64_t token, bool commit, bool lost,
+                 bool* freed) override;
+  Status Begin() override;
+  Status Rollback() override;
+  Status Exec(const std::string& sql, const std::vector<const std::string*>& params,
+              int64_t* affected) override;
+  Conn* SessionConn() override { return nullptr; }  // a lease outlives its connections
+  int64_t BusyRemainingUs() const override { return busy_remaining_us_.load(); }
+  void AbandonAfterFork() override { own_conn_.Abandon(); }
+
+ private:
+  Status Cancelled() const {
+    return Status(Code::kCancelled, "waiting for lock " + name_ + " was cancelled");
+  }
+  Status Busy() const { return Status::Busy("lock " + name_ + " is held by someone else"); }
+  // Waits for the wake-up name on conn (GET_LOCK), at most until `until`;
+  // *got: we have it.
+  Status GetWakeName(Conn& conn, Clock::time_point until, CancelToken cancel, bool* got);
+  void DropWakeName();
+  Status EndTxn(const char* how);
+  // The release statement(s): *business is what the caller's transaction
+  // came to (A7); *freed: our live lease is free now; *ours: the row was
+  // still ours (false: someone else's now; left alone).
+  Status ReleaseDb(const std::string& owner, Status* business, bool* freed, bool* ours);
+
+  ClientImpl* const c_;
+  LockHost* const host_;
+  const std::string key_, db_key_, name_, wake_name_;
+  const LockOptions opts_;
+  const pid_t pid_;
+  std::atomic<int64_t> busy_remaining_us_{-1};
+  PooledConn own_conn_;         // the lock's own connection, when it needs one
+  bool has_wake_name_ = false;  // own_conn_ holds the wake-up name
+  bool txn_open_ = false;       // Begin() opened a transaction on own_conn_
+};
+
+Status LeaseScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Grant* out) {
+  out->owner = c_->NewOwner();
+  busy_remaining_us_.store(-1);
+  auto stop = [&] { return cancel.cancelled(); };
+  WaitQueues& wq = c_->waiters();
+  const bool wake = opts_.wakeup == Wakeup::kAuto && c_->wakeup_supported();
+  LeaseAttempt a;
+  auto won = [&] {
+    out->fence = a.fence;
+    out->acquired_at = a.sent_at;
+    out->deadline = a.sent_at + std::chrono::milliseconds(opts_.ttl_ms);
+    return Status::OK();
+  };
+  auto note_busy = [&] {
+    wq.NoteBusy(db_key_, a.remaining_us);
+    busy_remaining_us_.store(a.remaining_us);
+  };
+
+  // Uncontended: one statement. When this process saw the key busy a moment
+  // ago (or has threads queued on it), go straight to the queue instead.
+  if (!wq.GetHint(db_key_).contended) {
+    Status s = c_->LeaseAcquire(db_key_, out->owner, opts_.ttl_ms, deadline, nullptr, &a, stop);
+    if (s.code() == Code::kCancelled) return Cancelled();
+    if (!s.ok()) return s;
+    if (a.won) return won();
+    note_busy();
+    if (Clock::now() >= deadline) return Busy();
+  }
+
+  // Threads of this process wait in line; only the head talks to the
+  // database. The head waits for the holder's wake-up name (GET_LOCK) on the
+  // server, which the holder gives up right after its release, so a handoff
+  // costs no polling; a holder that does not take part (or is gone) is
+  // outlived by capping that wait at the lease's end, then polling.
+  QueuePlace place(wq, db_key_);
+  int64_t backoff_us = kPollMinUs;
+  bool polled = false;
+  uint64_t releases_seen = 0;
+  for (;;) {
+    if (!place.WaitHead(deadline, stop)) return cancel.cancelled() ? Cancelled() : Busy();
+    if (!polled) releases_seen = wq.Releases(db_key_);
+    const auto now = Clock::now();
+    const auto expiry = wq.GetHint(db_key_).expiry_estimate;
+    if (wake && !has_wake_name_) {
+      if (!own_conn_) {
+        Status s = c_->GetConn(deadline, &own_conn_, stop);
+        if (s.code() == Code::kCancelled) return Cancelled();
+        if (!s.ok() && s.code() != Code::kPool) return s;  // no connection free: poll instead
+      }
+      if (own_conn_) {
+        // Wait for the name until the holder's lease ends by the server's
+        // word (a paused holder keeps the name but not the lease); when we
+        // have no such word, wait a second at most, then ask the server.
+        auto until = expiry == Clock::time_point{}
+                         ? now + std::chrono::seconds(1)
+                         : std::max(expiry + std::chrono::milliseconds(50),
+                                    now + std::chrono::milliseconds(20));
+        Status s = GetWakeName(*own_conn_, std::min(until, deadline), cancel, &has_wake_name_);
+        if (!s.ok()) {
+          if (s.code() == Code::kCancelled || !own_conn_->broken()) {
+            DropWakeName();
+            return s;
+          }
+          own_conn_.Reset();  // dropped: retry on a fresh connection
+          has_wake_name_ = false;
+        }
+      }
+    } else if (polled) {
+      auto until = std::min({now + std::chrono::microseconds(JitterUs(backoff_us)), deadline,
+                             std::max(expiry, now + std::chrono::microseconds(500))});
+      wq.Sleep(db_key_, releases_seen, until, stop);
+      backoff_us = std::min(backoff_us * 2, kPollMaxUs);
+    }
+    polled = true;
+    if (cancel.cancelled()) {
+      DropWakeName();
+      return Cancelled();
+    }
+    releases_seen = wq.Releases(db_key_);  // a release after this wakes the next sleep
+    Status s = c_->LeaseAcquire(db_key_, out->owner, opts_.ttl_ms, deadline,
+                                own_conn_ ? &*own_conn_ : nullptr, &a, stop);
+    if (!s.ok()) {
+      DropWakeName();
+      return s;
+    }
+    if (a.won) {
+      // Keep the name (if we have it) for the whole hold: our release will
+      // wake the next waiter. And remember the key is contended, so this
+      // process's next attempt queues rather than racing the woken waiter.
+      wq.NoteContended(db_key_);
+      if (!has_wake_name_) own_conn_.Reset();
+      return won();
+    }
+    note_busy();
+    if (Clock::now() >= deadline) {
+      DropWakeName();
+      return Busy();
+    }
+  }
+}
+
+Status LeaseScheme::GetWakeName(Conn& conn, Clock::time_point until, CancelToken cancel,
+                                bool* got) {
+  *got = false;
+  const int64_t cap_us = c_->options().read_timeout_s * 1000000LL / 2;
+  for (;;) {
+    int64_t left_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(until - Clock::now()).count();
+    if (left_us < 0) left_us = 0;
+    int64_t slice = std::min(left_us, cap_us);
+    ExecResult r;
+    if (!host_->EnterServerWait(conn, cancel)) return Cancelled();
+    Status s = conn.Exec(c_->lease_sql().get_name, {Param::Bytes(wake_name_), Param::Int(slice)}, &r);
+    host_->LeaveServerWait();
+    if (cancel.cancelled()) return Cancelled();
+    if (!s.ok()) {
+      if (s.server_errno() == ER_QUERY_INTERRUPTED) continue;  // a stale cancel
+      return s;
+    }
+    if (!r.rows.empty() && r.rows[0][0] && *r.rows[0][0] == "1") {
+      *got = true;
+      return Status::OK();
+    }
+    if (slice >= left_us) return Status::OK();  // timed out (0) or refused (NULL)
+  }
+}
+
+void LeaseScheme::DropWakeName() {
+  if (has_wake_name_ && own_conn_ && !own_conn_->broken()) {
+    ExecResult r;
+    (void)own_conn_->Exec(c_->lease_sql().release_name, {Param::Bytes(wake_name_)}, &r);
+  }
+  has_wake_name_ = false;
+  if (!txn_open_) own_conn_.Reset();
+}
+
+Status LeaseScheme::EndTxn(const char* how) {
+  txn_open_ = false;
+  Status s = own_conn_ ? own_conn_->Query(how) : Status(Code::kConnect, "no connection");
+  if (!has_wake_name_) own_conn_.Reset();
+  return s;
+}
+
+void LeaseScheme::Abandon(const std::string& owner) {
+  if (txn_open_) (void)EndTxn("ROLLBACK");
+  // Frees the row if it is still ours by the database clock; leaves it
+  // alone otherwise.
+  bool released = false, ours = false;
+  (void)c_->LeaseRelease(db_key_, owner, own_conn_ ? &*own_conn_ : nullptr, &released, &ours);
+  DropWakeName();
+}
+
+Status LeaseScheme::Renew(const std::string& owner, Clock::time_point acquired_at, uint64_t token,
+                          Clock::time_point* deadline) {
+  if (opts_.max_hold_ms > 0 &&
+      Clock::now() - acquired_at >= std::chrono::milliseconds(opts_.max_hold_ms)) {
+    c_->counters().max_hold_trips.fetch_add(1);
+    c_->Raise(EventType::kMaxHold, Severity::kCritical, key_, owner, token,
+              "renew refused: max hold time of " + std::to_string(opts_.max_hold_ms) +
+                  " ms reached");
+    return Status(Code::kMaxHold, "lock " + name_ + ": max hold time of " +
+                                      std::to_string(opts_.max_hold_ms) +
+                                      " ms reached; renewal refused, the lease will expire");
+  }
+  bool renewed = false;
+  Clock::time_point sent;
+  Status s = c_->LeaseRenew(db_key_, owner, opts_.ttl_ms, &renewed, &sent);
+  if (!s.ok()) return s;
+  if (!renewed) {
+    const std::string why = host_->MarkLost(
+        "the lease had expired by the database clock or another owner took it");
+    return Status::Lost("lock " + name_ + " was lost: " + why);
+  }
+  c_->counters().renewals.fetch_add(1);
+  *deadline = sent + std::chrono::milliseconds(opts_.ttl_ms);
+  return Status::OK();
+}
+
+Status LeaseScheme::ReleaseDb(const std::string& owner, Status* business, bool* freed, bool* ours) {
+  *business = Status::OK();
+  *freed = *ours = false;
+  Status s;
+  if (txn_open_) {
+    // A7: the release joins the caller's transaction; both commit or neither.
+    ExecResult r;
+    s = own_conn_->Exec(c_->lease_sql().release, {Param::Bytes(db_key_), Param::Bytes(owner)}, &r);
+    if (s.ok()) {
+      *ours = r.affected == 1;
+      *freed = *ours && r.insert_id == 1;
+      *business = EndTxn(*freed ? "COMMIT" : "ROLLBACK");
+      if (business->ok() && !*freed)
+        *business = Status(Code::kLost, "the lease was lost, so the transaction was rolled back");
+      else if (!business->ok() && IsOutcomeUnknown(static_cast<unsigned>(business->server_errno())))
+        *business = Status(Code::kUnknown, "the connection dropped during COMMIT: whether the "
+                                           "transaction (and the release) committed is unknown",
+                           business->server_errno());
+    } else {
+      (void)EndTxn("ROLLBACK");
+      *business = s.code() == Code::kUnknown
+                      ? s
+                      : Status(s.code(), "the transaction was rolled back: " + s.message(),
+                               s.server_errno());
+      // Still release the lease itself, outside the transaction.
+      s = c_->LeaseRelease(db_key_, owner, nullptr, freed, ours);
+    }
+  } else if (has_wake_name_ && own_conn_ && !own_conn_->broken()) {
+    ExecResult r;
+    s = own_conn_->Exec(c_->lease_sql().release_and_wake,
+                        {Param::Bytes(wake_name_), Param::Bytes(db_key_), Param::Bytes(owner)}, &r);
+    if (s.ok()) {
+      *ours = r.affected == 1;
+      *freed = *ours && r.insert_id == 1;
+      if (*ours) has_wake_name_ = false;  // given up inside the statement
+    } else {  // dropped: the retrying path re-checks on a fresh connection
+      s = c_->LeaseRelease(db_key_, owner, nullptr, freed, ours);
+    }
+  } else {
+    s = c_->LeaseRelease(db_key_, owner, own_conn_ ? &*own_conn_ : nullptr, freed, ours);
+  }
+  DropWakeName();
+  if (!s.ok()) *freed = false;
+  return s;
+}
+
+Status LeaseScheme::Release(const std::string& owner, uint64_t token, bool commit, bool lost,
+                            bool* freed) {
+  if (!commit && txn_open_) (void)EndTxn("ROLLBACK");  // a close does not commit
+  Status business;
+  bool ours = false;
+  Status s = ReleaseDb(owner, &business, freed, &ours);
+  if (s.ok() && !ours) {
+    c_->Raise(EventType::kReleaseGone, Severity::kWarning, key_, owner, token,
+              "release found the lease taken by another owner (its row was left alone)");
+    s = Status::Lost("another owner holds it now (its row was left alone)");
+  } else if (s.ok() && !*freed) {
+    s = Status::Lost("the lease had expired before release");
+  } else if (s.ok() && lost) {  // freed, but too late: our clock had run out
+    s = Status::Lost("its lease ran out before it was renewed");
+  }
+  if (s.ok() && !business.ok()) s = business;
+  if (s.ok()) return s;
+  if (s.code() == Code::kLost) {
+    return Status(Code::kLost,
+                  "lock " + name_ + " was lost before release: " + host_->MarkLost(s.message()));
+  }
+  if (s.code() == Code::kUnknown || !*freed) {
+    const std::string why =
+        s.code() == Code::kUnknown
+            ? s.message()
+            : "the release failed (" + s.message() +
+                  "); the lease may still be held by this owner until it expires";
+    (void)host_->MarkLost(why);
+    if (s.code() == Code::kUnknown) return s;
+    return Status(s.code(), "lock " + name_ + ": release failed, state is LOST (the lease may "
+                                "stay taken until it expires): " + s.message(),
+                  s.server_errno());
+  }
+  return s;  // the lease is free; the business part failed
+}
+
+Status LeaseScheme::Begin() {
+  if (txn_open_) return Status::StateError("lock " + name_ + " already has an open transaction");
+  if (!own_conn_) {
+    Status s = c_->GetConn(Clock::now(), &own_conn_);
+    if (!s.ok()) return s;
+  }
+  Status s = own_conn_->Query("START TRANSACTION");
+  if (!s.ok()) {
+    if (!has_wake_name_) own_conn_.Reset();
+    return s;
+  }
+  txn_open_ = true;
+  return Status::OK();
+}
+
+Status LeaseScheme::Rollback() {
+  if (!txn_open_)
+    return Status::StateError("lock " + name_ + " has no open transaction (call begin first)");
+  return EndTxn("ROLLBACK");  // the lease stays held
+}
+
+Status LeaseScheme::Exec(const std::string& sql, const std::vector<const std::string*>& params,
+                         int64_t* affected) {
+  if (!txn_open_)
+    return Status::StateError("exec on a lease lock needs begin() first (A7: the release then "
+                              "commits with the transaction)");
+  bool open = true;
+  Status s = ExecInTransaction(*own_conn_, sql, params, affected, &open);
+  if (own_conn_->broken()) return s;  // release finds out, and rolls the transaction back
+  if (open) return s;
+  txn_open_ = false;
+  if (!has_wake_name_) own_conn_.Reset();
+  const std::string why = s.ok() ? "the statement ended the lock's transaction (an implicit commit)"
+                                 : "the server rolled the lock's transaction back (" + s.message() + ")";
+  return Status(s.ok() ? Code::kState : s.code(),
+                "lock " + name_ + ": " + why + "; the lease is still held, but what ran before "
+                "is no longer tied to its release (begin again)",
+                s.server_errno());
+}
+
+}  // namespace
+
+std::unique_ptr<Scheme> MakeLeaseScheme(const SchemeArgs& a) {
+  return std::make_unique<LeaseScheme>(a);
+}
+
+}  // namespace dlock

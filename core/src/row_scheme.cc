@@ -1,0 +1,231 @@
+// The row scheme: a lock is a row locked by an open transaction (the
+// article's SELECT .. FOR UPDATE). The hold lives exactly as long as the
+// transaction: a commit releases it (with whatever the caller ran in it), a
+// rollback, a crash or a closed session releases it too. No expiry, no
+// renewal, no fencing token (see dlock.h).
+#include <mysqld_error.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "client_impl.h"
+#include "scheme.h"
+
+namespace dlock {
+
+namespace {
+
+class RowScheme final : public Scheme {
+ public:
+  explicit RowScheme(const SchemeArgs& a)
+      : c_(a.client), host_(a.host), db_key_(a.db_key), name_(a.name) {}
+
+  bool expires() const override { return false; }
+  bool hold_is_transaction() const override { return true; }
+  Status Acquire(Clock::time_point deadline, CancelToken cancel, Grant* out) override;
+  void Abandon(const std::string& owner) override;
+  Status Renew(const std::string& owner, Clock::time_point acquired_at, uint64_t token,
+               Clock::time_point* deadline) override;
+  Status Release(const std::string& owner, uint64_t token, bool commit, bool lost,
+                 bool* freed) override;
+  Status Begin() override { return Status::OK(); }  // always in its transaction
+  Status Rollback() override { return End("ROLLBACK"); }
+  Status Exec(const std::string& sql, const std::vector<const std::string*>& params,
+              int64_t* affected) override;
+  Conn* SessionConn() override { return conn_ ? &*conn_ : nullptr; }
+  void AbandonAfterFork() override { conn_.Abandon(); }
+
+ private:
+  Status Cancelled() const {
+    return Status(Code::kCancelled, "waiting for lock " + name_ + " was cancelled");
+  }
+  Status Busy() const { return Status::Busy("row lock " + name_ + " is held by someone else"); }
+  // Takes the row lock on a connection in a fresh transaction.
+  Status Take(Clock::time_point deadline, CancelToken cancel);
+  // The statement that waits for the row at most what is left (sliced).
+  const std::string& TakeSql(Clock::time_point deadline) const;
+  // The hold's connection died or its transaction ended: the row lock is
+  // gone with it.
+  Status Lost(const std::string& why, const Status& cause, const std::string& more = "");
+  // COMMIT or ROLLBACK the transaction and give the connection back.
+  Status End(const char* how);
+
+  ClientImpl* const c_;
+  LockHost* const host_;
+  const std::string db_key_, name_;
+  PooledConn conn_;     // while held: the transaction that is the lock
+  bool dirty_ = false;  // Exec ran statements in it
+};
+
+Status RowScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Grant* out) {
+  QueuePlace place(c_->waiters(), db_key_);
+  if (!place.WaitHead(deadline, [&] { return cancel.cancelled(); }))
+    return cancel.cancelled() ? Cancelled() : Busy();
+  Status s = Take(deadline, cancel);
+  if (!s.ok()) return s;
+  out->owner = c_->NewOwner();
+  out->fence = 0;  // a row lock is its transaction: no token (see dlock.h)
+  out->acquired_at = Clock::now();
+  out->deadline = Clock::time_point::max();
+  dirty_ = false;
+  return s;
+}
+
+const std::string& RowScheme::TakeSql(Clock::time_point deadline) const {
+  const int64_t left_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  if (left_ms <= 0) return c_->row_sql().nowait;
+  // The largest slice that fits what is left and stays well inside the
+  // read timeout; at least the smallest slice.
+  const int64_t cap = std::min<int64_t>(left_ms, c_->options().read_timeout_s * 1000LL / 2);
+  size_t i = 0;
+  while (i + 1 < kRowSliceCount && kRowSlicesMs[i + 1] <= cap) ++i;
+  return c_->row_sql().sliced[i];
+}
+
+Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
+  auto stop = [&] { return cancel.cancelled(); };
+  PooledConn conn;
+  Status s = c_->GetConn(deadline, &conn, stop);
+  if (s.code() == Code::kCancelled) return Cancelled();
+  if (!s.ok()) return s;
+  bool force_check = false;
+  const auto retry_until = c_->RetryUntil(deadline);
+  auto rollback = [&] {
+    if (!conn->broken()) (void)conn->Query("ROLLBACK");
+  };
+  for (int round = 0;; ++round) {
+    s = c_->EnsureRow(*conn, db_key_, force_check);
+    if (s.ok()) s = conn->Query("START TRANSACTION");
+    if (!s.ok()) {
+      // Nothing is held yet: a connection that failed here is replaced.
+      if (!conn->broken() || round >= 3 || Clock::now() >= retry_until) return s;
+      conn.Reset();
+      s = c_->GetConn(deadline, &conn, stop);
+      if (s.code() == Code::kCancelled) return Cancelled();
+      if (!s.ok()) return s;
+      continue;
+    }
+    bool missing = false;
+    for (;;) {
+      const std::string& sql = TakeSql(deadline);
+      ExecResult r;
+      if (!host_->EnterServerWait(*conn, cancel)) {
+        rollback();
+        return Cancelled();
+      }
+      s = conn->Exec(sql, {Param::Bytes(db_key_)}, &r);
+      host_->LeaveServerWait();
+      if (cancel.cancelled()) {
+        rollback();
+        return Cancelled();
+      }
+      if (s.ok()) {
+        if (r.rows.size() == 1) {
+          conn_ = std::move(conn);
+          return s;
+        }
+        missing = true;  // the row was deleted behind our back
+        break;
+      }
+      const unsigned err = static_cast<unsigned>(s.server_errno());
+      if (err == ER_LOCK_WAIT_TIMEOUT || err == ER_STATEMENT_TIMEOUT || err == ER_QUERY_INTERRUPTED) {
+        if (Clock::now() < deadline) continue;  // next slice
+        rollback();
+        return Busy();
+      }
+      if (err == ER_LOCK_DEADLOCK) break;  // rolled back by the server: start again
+      rollback();
+      return s;
+    }
+    // A missing row (the locking read matched nothing and may have locked a
+    // gap) or a deadlock: end the transaction, re-create the row, again.
+    s = conn->Query("ROLLBACK");
+    if (!s.ok()) return s;
+    if (Clock::now() >= deadline && !missing) return Busy();
+    force_check = missing;
+    if (round > 20)
+      return Status(Code::kDb, "row lock " + name_ + ": the lock row keeps disappearing");
+  }
+}
+
+void RowScheme::Abandon(const std::string& /*owner*/) {
+  if (!conn_) return;
+  if (!conn_->broken()) (void)conn_->Query("ROLLBACK");
+  conn_.Reset();
+}
+
+Status RowScheme::Lost(const std::string& why, const Status& cause, const std::string& more) {
+  conn_.Reset();
+  return Status(Code::kLost, "lock " + name_ + " was lost: " + host_->MarkLost(why) + more,
+                cause.server_errno());
+}
+
+Status RowScheme::Renew(const std::string&, Clock::time_point, uint64_t,
+                        Clock::time_point* deadline) {
+  *deadline = Clock::time_point::max();
+  Status s = conn_->Ping();
+  if (s.ok()) return s;
+  return Lost("the lock's connection died (the server rolled back and released the row lock)", s);
+}
+
+Status RowScheme::Release(const std::string&, uint64_t, bool commit, bool lost, bool* freed) {
+  *freed = false;
+  if (lost) {
+    // The server ended the session (the lock saw it closed): nothing to end.
+    if (conn_) {
+      conn_->MarkBroken();
+      conn_.Reset();
+    }
+    return Status::Lost("lock " + name_ + " was lost: " + host_->LostReason());
+  }
+  Status s = End(commit ? "COMMIT" : "ROLLBACK");
+  *freed = s.ok();
+  return s;
+}
+
+Status RowScheme::End(const char* how) {
+  if (!conn_) return Status::Lost("the lock's connection is gone");
+  Status s = conn_->Query(how);
+  const bool broken = conn_->broken();
+  if (!s.ok() && !broken) (void)conn_->Query("ROLLBACK");  // the session lives: make sure it ends
+  conn_.Reset();
+  if (s.ok()) return s;
+  if (broken) {
+    // Unknown only matters when the caller ran statements in the transaction.
+    const bool unknown = IsOutcomeUnknown(static_cast<unsigned>(s.server_errno())) &&
+                         std::string(how) == "COMMIT" && dirty_;
+    const std::string why =
+        host_->MarkLost(unknown ? "the connection dropped during COMMIT: whether the statements "
+                                  "run on the lock's transaction were committed is unknown"
+                                : "the lock's connection died (the server rolled back and "
+                                  "released the row lock)");
+    return Status(unknown ? Code::kUnknown : Code::kLost, "lock " + name_ + ": " + why,
+                  s.server_errno());
+  }
+  const std::string why =
+      host_->MarkLost("the transaction failed at " + std::string(how) + ": " + s.message());
+  return Status(s.code(), "lock " + name_ + ": " + why, s.server_errno());
+}
+
+Status RowScheme::Exec(const std::string& sql, const std::vector<const std::string*>& params,
+                       int64_t* affected) {
+  bool open = true;
+  Status s = ExecInTransaction(*conn_, sql, params, affected, &open);
+  if (s.ok()) dirty_ = true;
+  if (conn_->broken())
+    return Lost("the lock's connection died (the server rolled back and released the row lock)",
+                s, "; " + s.message());
+  if (open) return s;
+  return Lost(s.ok() ? "the statement ended the lock's transaction (an implicit commit), which "
+                       "released the row lock"
+                     : "the server rolled the lock's transaction back (" + s.message() +
+                           "), which released the row lock",
+              s);
+}
+
+}  // namespace
+
+std::unique_ptr<Scheme> MakeRowScheme(const SchemeArgs& a) { return std::make_unique<RowScheme>(a); }
+
+}  // namespace dlock
