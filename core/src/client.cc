@@ -12,9 +12,6 @@
 
 namespace dlock {
 
-const int64_t kRowSlicesMs[] = {50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000};
-const size_t kRowSliceCount = sizeof(kRowSlicesMs) / sizeof(kRowSlicesMs[0]);
-
 namespace {
 
 // A zero wait still needs a connection; this is how long it may wait for one.
@@ -51,71 +48,8 @@ ClientImpl::ClientImpl(ClientOptions opts, LockOptions lock_defaults)
       host_(HostName()),
       events_(static_cast<size_t>(opts_.events)),
       renewer_(this) {
-  const std::string t = QuoteIdent(opts_.table);
-  const std::string f = QuoteIdent(opts_.table + "_fence");
-  const std::string now = "UTC_TIMESTAMP(6)";
-  // One statement takes a free key, takes over an expired lease, or repeats
-  // our own acquisition (a retry after a dropped connection). Assignment
-  // order matters: fence and create_time read the old expiry, owner is
-  // decided next, expire_time last (it compares against the new owner).
-  // The fence of a new row starts above every token that cleanup deleted
-  // (the floor, read with a share lock so that cleanup cannot slip between).
-  // When busy, the holder's remaining microseconds come back through
-  // LAST_INSERT_ID without changing the row, so waiters need no extra read.
-  lease_sql_.acquire =
-      "INSERT INTO " + t + " (lock_key, owner, expire_time, create_time, fence) VALUES (?, ?, " +
-      now + " + INTERVAL ? MICROSECOND, " + now +
-      ", LAST_INSERT_ID(COALESCE((SELECT fence_floor FROM " + f +
-      " WHERE id = 1 LOCK IN SHARE MODE), 0) + 1)) ON DUPLICATE KEY UPDATE "
-      "fence = IF(expire_time < " + now + ", LAST_INSERT_ID(fence + 1), "
-      "IF(owner = VALUES(owner), LAST_INSERT_ID(fence), "
-      "fence + 0 * LAST_INSERT_ID(GREATEST(0, TIMESTAMPDIFF(MICROSECOND, " + now + ", expire_time))))), "
-      "create_time = IF(expire_time < " + now + ", " + now + ", create_time), "
-      "owner = IF(expire_time < " + now + " OR owner = VALUES(owner), VALUES(owner), owner), "
-      "expire_time = IF(owner = VALUES(owner), VALUES(expire_time), expire_time)";
-  lease_sql_.renew = "UPDATE " + t + " SET expire_time = " + now +
-                     " + INTERVAL ? MICROSECOND WHERE lock_key = ? AND owner = ? AND expire_time >= " +
-                     now;
-  // Release frees the row in place (the fence survives) and reports through
-  // LAST_INSERT_ID whether the lease was still live by the DB clock.
-  lease_sql_.release = "UPDATE " + t +
-                       " SET owner = '', expire_time = IF(LAST_INSERT_ID(expire_time >= " + now +
-                       "), '1970-01-01 00:00:00', '1970-01-01 00:00:00') "
-                       "WHERE lock_key = ? AND owner = ?";
-  lease_sql_.read = "SELECT owner, fence, TIMESTAMPDIFF(MICROSECOND, " + now +
-                    ", expire_time) FROM " + t + " WHERE lock_key = ?";
-  // Wake-up hint only (never exclusion): a waiter blocks here until the
-  // holder that came through this same path releases, or the timeout.
-  lease_sql_.get_name = "SELECT GET_LOCK(?, ? / 1000000)";
-  lease_sql_.release_name = "DO RELEASE_LOCK(?)";
-  // The release of a holder that keeps the wake-up name gives the name up
-  // inside the same statement: the next waiter is woken while our commit is
-  // being flushed, and its acquire queues on the row lock we release at
-  // commit, instead of starting only after our reply came back.
-  lease_sql_.release_and_wake = "UPDATE " + t +
-                                " SET owner = '', expire_time = IF(LAST_INSERT_ID(expire_time >= " +
-                                now + ") + 0 * IFNULL(RELEASE_LOCK(?), 0), '1970-01-01 00:00:00', "
-                                "'1970-01-01 00:00:00') WHERE lock_key = ? AND owner = ?";
-
-  const std::string r = QuoteIdent(opts_.row_table);
-  // The article's SELECT .. FOR UPDATE: a locking read, so acquiring and
-  // releasing cost no log flush.
-  const std::string take = "SELECT 1 FROM " + r + " WHERE lock_name = ? FOR UPDATE";
-  row_sql_.exists = "SELECT 1 FROM " + r + " WHERE lock_name = ?";
-  // Never blocks behind a holder for long: a duplicate takes a share lock on
-  // the existing row, which the holder has locked exclusively.
-  row_sql_.create = "SET STATEMENT innodb_lock_wait_timeout=1 FOR INSERT IGNORE INTO " + r +
-                    " (lock_name, updated_time) VALUES (?, " + now + ")";
-  row_sql_.nowait = take + " NOWAIT";  // no per-statement variable: cheaper
-  for (size_t i = 0; i < kRowSliceCount; ++i) {
-    int64_t ms = kRowSlicesMs[i];
-    char buf[160];
-    std::snprintf(buf, sizeof buf,
-                  "SET STATEMENT max_statement_time=%lld.%03lld, innodb_lock_wait_timeout=%lld FOR ",
-                  static_cast<long long>(ms / 1000), static_cast<long long>(ms % 1000),
-                  static_cast<long long>(ms / 1000 + 2));
-    row_sql_.sliced.push_back(buf + take);
-  }
+  lease_sql_ = MakeLeaseSql(opts_);
+  row_sql_ = MakeRowSql(opts_);
 }
 
 Status ClientImpl::Open(const std::string& url, const Config& cfg, std::unique_ptr<ClientImpl>* out) {
@@ -302,26 +236,15 @@ Status ClientImpl::LeaseRelease(const std::string& key, const std::string& owner
   return GaveUp(s, "release");
 }
 
-Status ClientImpl::EnsureRow(Conn& conn, const std::string& name, bool force_check) {
-  if (!force_check) {
-    std::lock_guard<std::mutex> g(rows_mu_);
-    if (known_rows_.count(name)) return Status::OK();
-  }
-  ExecResult r;
-  // A plain (consistent, non-locking) read first: INSERT IGNORE on an
-  // existing row would wait for its holder.
-  Status s = conn.Exec(row_sql_.exists, {Param::Bytes(name)}, &r);
-  if (!s.ok()) return s;
-  if (r.rows.empty()) {
-    s = conn.Exec(row_sql_.create, {Param::Bytes(name)}, &r);
-    // 1205: someone created it and holds it already; it exists, which is all
-    // we need.
-    if (!s.ok() && s.server_errno() != ER_LOCK_WAIT_TIMEOUT) return s;
-  }
+bool ClientImpl::RowKnown(const std::string& name) {
+  std::lock_guard<std::mutex> g(rows_mu_);
+  return known_rows_.count(name) > 0;
+}
+
+void ClientImpl::NoteRow(const std::string& name) {
   std::lock_guard<std::mutex> g(rows_mu_);
   if (known_rows_.size() > 100000) known_rows_.clear();  // bound the memory
   known_rows_.insert(name);
-  return Status::OK();
 }
 
 }  // namespace dlock

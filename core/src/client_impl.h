@@ -50,6 +50,12 @@ inline std::string QuoteIdent(const std::string& ident) { return "`" + ident + "
 // deadlock (1213), so that the two sides do not collide again.
 void JitterSleep(int attempt);
 
+// The statements of each scheme are built once per client from the
+// validated table names, in the scheme's own file (lease_scheme.cc,
+// row_scheme.cc) next to the code that runs them and reads their results.
+LeaseSql MakeLeaseSql(const ClientOptions& opts);
+RowSql MakeRowSql(const ClientOptions& opts);
+
 // The wait slices a row-lock acquisition is made of: a bounded set, so that
 // every statement stays prepared and cached.
 extern const int64_t kRowSlicesMs[];
@@ -122,8 +128,10 @@ class ClientImpl {
   // after the tables were dropped). Forgets which lock rows it saw.
   Status EnsureSchema();
 
-  // Row locks: make sure the row exists without ever locking a gap.
-  Status EnsureRow(Conn& conn, const std::string& name, bool force_check);
+  // Row locks: the rows this client knows exist (so that an acquisition
+  // does not check again).
+  bool RowKnown(const std::string& name);
+  void NoteRow(const std::string& name);
 
   // A8: deletes leases expired for longer than the grace, in batches, while
   // holding the cleanup lock (skipped, *ran = false, when another client

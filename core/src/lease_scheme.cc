@@ -398,6 +398,56 @@ Status LeaseScheme::Exec(const std::string& sql, const std::vector<const std::st
 
 }  // namespace
 
+LeaseSql MakeLeaseSql(const ClientOptions& opts) {
+  LeaseSql sql;
+  const std::string t = QuoteIdent(opts.table);
+  const std::string f = QuoteIdent(opts.table + "_fence");
+  const std::string now = "UTC_TIMESTAMP(6)";
+  // One statement takes a free key, takes over an expired lease, or repeats
+  // our own acquisition (a retry after a dropped connection). Assignment
+  // order matters: fence and create_time read the old expiry, owner is
+  // decided next, expire_time last (it compares against the new owner).
+  // The fence of a new row starts above every token that cleanup deleted
+  // (the floor, read with a share lock so that cleanup cannot slip between).
+  // When busy, the holder's remaining microseconds come back through
+  // LAST_INSERT_ID without changing the row, so waiters need no extra read.
+  sql.acquire =
+      "INSERT INTO " + t + " (lock_key, owner, expire_time, create_time, fence) VALUES (?, ?, " +
+      now + " + INTERVAL ? MICROSECOND, " + now +
+      ", LAST_INSERT_ID(COALESCE((SELECT fence_floor FROM " + f +
+      " WHERE id = 1 LOCK IN SHARE MODE), 0) + 1)) ON DUPLICATE KEY UPDATE "
+      "fence = IF(expire_time < " + now + ", LAST_INSERT_ID(fence + 1), "
+      "IF(owner = VALUES(owner), LAST_INSERT_ID(fence), "
+      "fence + 0 * LAST_INSERT_ID(GREATEST(0, TIMESTAMPDIFF(MICROSECOND, " + now + ", expire_time))))), "
+      "create_time = IF(expire_time < " + now + ", " + now + ", create_time), "
+      "owner = IF(expire_time < " + now + " OR owner = VALUES(owner), VALUES(owner), owner), "
+      "expire_time = IF(owner = VALUES(owner), VALUES(expire_time), expire_time)";
+  sql.renew = "UPDATE " + t + " SET expire_time = " + now +
+                     " + INTERVAL ? MICROSECOND WHERE lock_key = ? AND owner = ? AND expire_time >= " +
+                     now;
+  // Release frees the row in place (the fence survives) and reports through
+  // LAST_INSERT_ID whether the lease was still live by the DB clock.
+  sql.release = "UPDATE " + t +
+                       " SET owner = '', expire_time = IF(LAST_INSERT_ID(expire_time >= " + now +
+                       "), '1970-01-01 00:00:00', '1970-01-01 00:00:00') "
+                       "WHERE lock_key = ? AND owner = ?";
+  sql.read = "SELECT owner, fence, TIMESTAMPDIFF(MICROSECOND, " + now +
+                    ", expire_time) FROM " + t + " WHERE lock_key = ?";
+  // Wake-up hint only (never exclusion): a waiter blocks here until the
+  // holder that came through this same path releases, or the timeout.
+  sql.get_name = "SELECT GET_LOCK(?, ? / 1000000)";
+  sql.release_name = "DO RELEASE_LOCK(?)";
+  // The release of a holder that keeps the wake-up name gives the name up
+  // inside the same statement: the next waiter is woken while our commit is
+  // being flushed, and its acquire queues on the row lock we release at
+  // commit, instead of starting only after our reply came back.
+  sql.release_and_wake = "UPDATE " + t +
+                                " SET owner = '', expire_time = IF(LAST_INSERT_ID(expire_time >= " +
+                                now + ") + 0 * IFNULL(RELEASE_LOCK(?), 0), '1970-01-01 00:00:00', "
+                                "'1970-01-01 00:00:00') WHERE lock_key = ? AND owner = ?";
+  return sql;
+}
+
 std::unique_ptr<Scheme> MakeLeaseScheme(const SchemeArgs& a) {
   return std::make_unique<LeaseScheme>(a);
 }

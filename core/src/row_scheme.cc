@@ -7,11 +7,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "client_impl.h"
 #include "scheme.h"
 
 namespace dlock {
+
+const int64_t kRowSlicesMs[] = {50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000};
+const size_t kRowSliceCount = sizeof(kRowSlicesMs) / sizeof(kRowSlicesMs[0]);
 
 namespace {
 
@@ -40,6 +44,9 @@ class RowScheme final : public Scheme {
     return Status(Code::kCancelled, "waiting for lock " + name_ + " was cancelled");
   }
   Status Busy() const { return Status::Busy("row lock " + name_ + " is held by someone else"); }
+  // Makes sure the lock's row exists without ever locking a gap; once per
+  // client and row unless force_check (the row went missing).
+  Status EnsureRow(Conn& conn, bool force_check);
   // Takes the row lock on a connection in a fresh transaction.
   Status Take(Clock::time_point deadline, CancelToken cancel);
   // The statement that waits for the row at most what is left (sliced).
@@ -95,7 +102,7 @@ Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
     if (!conn->broken()) (void)conn->Query("ROLLBACK");
   };
   for (int round = 0;; ++round) {
-    s = c_->EnsureRow(*conn, db_key_, force_check);
+    s = EnsureRow(*conn, force_check);
     if (s.ok()) s = conn->Query("START TRANSACTION");
     if (!s.ok()) {
       // Nothing is held yet: a connection that failed here is replaced.
@@ -147,6 +154,23 @@ Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
     if (round > 20)
       return Status(Code::kDb, "row lock " + name_ + ": the lock row keeps disappearing");
   }
+}
+
+Status RowScheme::EnsureRow(Conn& conn, bool force_check) {
+  if (!force_check && c_->RowKnown(db_key_)) return Status::OK();
+  ExecResult r;
+  // A plain (consistent, non-locking) read first: INSERT IGNORE on an
+  // existing row would wait for its holder.
+  Status s = conn.Exec(c_->row_sql().exists, {Param::Bytes(db_key_)}, &r);
+  if (!s.ok()) return s;
+  if (r.rows.empty()) {
+    s = conn.Exec(c_->row_sql().create, {Param::Bytes(db_key_)}, &r);
+    // 1205: someone created it and holds it already; it exists, which is all
+    // we need.
+    if (!s.ok() && s.server_errno() != ER_LOCK_WAIT_TIMEOUT) return s;
+  }
+  c_->NoteRow(db_key_);
+  return Status::OK();
 }
 
 void RowScheme::Abandon(const std::string& /*owner*/) {
@@ -225,6 +249,31 @@ Status RowScheme::Exec(const std::string& sql, const std::vector<const std::stri
 }
 
 }  // namespace
+
+RowSql MakeRowSql(const ClientOptions& opts) {
+  RowSql sql;
+  const std::string now = "UTC_TIMESTAMP(6)";
+  const std::string r = QuoteIdent(opts.row_table);
+  // The article's SELECT .. FOR UPDATE: a locking read, so acquiring and
+  // releasing cost no log flush.
+  const std::string take = "SELECT 1 FROM " + r + " WHERE lock_name = ? FOR UPDATE";
+  sql.exists = "SELECT 1 FROM " + r + " WHERE lock_name = ?";
+  // Never blocks behind a holder for long: a duplicate takes a share lock on
+  // the existing row, which the holder has locked exclusively.
+  sql.create = "SET STATEMENT innodb_lock_wait_timeout=1 FOR INSERT IGNORE INTO " + r +
+                    " (lock_name, updated_time) VALUES (?, " + now + ")";
+  sql.nowait = take + " NOWAIT";  // no per-statement variable: cheaper
+  for (size_t i = 0; i < kRowSliceCount; ++i) {
+    int64_t ms = kRowSlicesMs[i];
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "SET STATEMENT max_statement_time=%lld.%03lld, innodb_lock_wait_timeout=%lld FOR ",
+                  static_cast<long long>(ms / 1000), static_cast<long long>(ms % 1000),
+                  static_cast<long long>(ms / 1000 + 2));
+    sql.sliced.push_back(buf + take);
+  }
+  return sql;
+}
 
 std::unique_ptr<Scheme> MakeRowScheme(const SchemeArgs& a) { return std::make_unique<RowScheme>(a); }
 
