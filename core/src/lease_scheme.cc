@@ -75,6 +75,18 @@ class LeaseScheme final : public Scheme {
     return Status(Code::kCancelled, "waiting for lock " + name_ + " was cancelled");
   }
   Status Busy() const { return Status::Busy("lock " + name_ + " is held by someone else"); }
+  // One acquire statement (on the lock's own connection if it has one).
+  // OK with *won false: busy (the holder's time left is noted).
+  Status Attempt(Clock::time_point deadline, CancelToken cancel, Grant* out, bool* won);
+  // How the head of the line waits between attempts.
+  struct Pause {
+    bool first = true;  // the first wait polls at once
+    int64_t backoff_us = kPollMinUs;
+    uint64_t releases_seen = 0;
+  };
+  // Waits until the holder is likely gone: its wake-up name, a local
+  // release, or the back-off.
+  Status AwaitHolder(Clock::time_point deadline, CancelToken cancel, Pause* p);
   // Waits for the wake-up name on conn (GET_LOCK), at most until `until`;
   // *got: we have it.
   Status GetWakeName(Conn& conn, Clock::time_point until, CancelToken cancel, bool* got);
@@ -99,102 +111,100 @@ class LeaseScheme final : public Scheme {
 Status LeaseScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Grant* out) {
   out->owner = c_->NewOwner();
   busy_remaining_us_.store(-1);
-  auto stop = [&] { return cancel.cancelled(); };
   WaitQueues& wq = c_->waiters();
-  const bool wake = opts_.wakeup == Wakeup::kAuto && c_->wakeup_supported();
-  LeaseAttempt a;
-  auto won = [&] {
-    out->fence = a.fence;
-    out->acquired_at = a.sent_at;
-    out->deadline = a.sent_at + std::chrono::milliseconds(opts_.ttl_ms);
-    return Status::OK();
-  };
-  auto note_busy = [&] {
-    wq.NoteBusy(db_key_, a.remaining_us);
-    busy_remaining_us_.store(a.remaining_us);
-  };
-
+  bool won = false;
   // Uncontended: one statement. When this process saw the key busy a moment
-  // ago (or has threads queued on it), go straight to the queue instead.
+  // ago (or has threads queued on it), go straight to the line instead.
   if (!wq.GetHint(db_key_).contended) {
-    Status s = c_->LeaseAcquire(db_key_, out->owner, opts_.ttl_ms, deadline, nullptr, &a, stop);
-    if (s.code() == Code::kCancelled) return Cancelled();
-    if (!s.ok()) return s;
-    if (a.won) return won();
-    note_busy();
+    Status s = Attempt(deadline, cancel, out, &won);
+    if (!s.ok() || won) return s;
     if (Clock::now() >= deadline) return Busy();
   }
-
   // Threads of this process wait in line; only the head talks to the
-  // database. The head waits for the holder's wake-up name (GET_LOCK) on the
-  // server, which the holder gives up right after its release, so a handoff
-  // costs no polling; a holder that does not take part (or is gone) is
-  // outlived by capping that wait at the lease's end, then polling.
+  // database, and between attempts it waits for the holder to go.
   QueuePlace place(wq, db_key_);
-  int64_t backoff_us = kPollMinUs;
-  bool polled = false;
-  uint64_t releases_seen = 0;
+  Pause pause;
   for (;;) {
-    if (!place.WaitHead(deadline, stop)) return cancel.cancelled() ? Cancelled() : Busy();
-    if (!polled) releases_seen = wq.Releases(db_key_);
-    const auto now = Clock::now();
-    const auto expiry = wq.GetHint(db_key_).expiry_estimate;
-    if (wake && !has_wake_name_) {
-      if (!own_conn_) {
-        Status s = c_->GetConn(deadline, &own_conn_, stop);
-        if (s.code() == Code::kCancelled) return Cancelled();
-        if (!s.ok() && s.code() != Code::kPool) return s;  // no connection free: poll instead
-      }
-      if (own_conn_) {
-        // Wait for the name until the holder's lease ends by the server's
-        // word (a paused holder keeps the name but not the lease); when we
-        // have no such word, wait a second at most, then ask the server.
-        auto until = expiry == Clock::time_point{}
-                         ? now + std::chrono::seconds(1)
-                         : std::max(expiry + std::chrono::milliseconds(50),
-                                    now + std::chrono::milliseconds(20));
-        Status s = GetWakeName(*own_conn_, std::min(until, deadline), cancel, &has_wake_name_);
-        if (!s.ok()) {
-          if (s.code() == Code::kCancelled || !own_conn_->broken()) {
-            DropWakeName();
-            return s;
-          }
-          own_conn_.Reset();  // dropped: retry on a fresh connection
-          has_wake_name_ = false;
-        }
-      }
-    } else if (polled) {
-      auto until = std::min({now + std::chrono::microseconds(JitterUs(backoff_us)), deadline,
-                             std::max(expiry, now + std::chrono::microseconds(500))});
-      wq.Sleep(db_key_, releases_seen, until, stop);
-      backoff_us = std::min(backoff_us * 2, kPollMaxUs);
-    }
-    polled = true;
-    if (cancel.cancelled()) {
-      DropWakeName();
-      return Cancelled();
-    }
-    releases_seen = wq.Releases(db_key_);  // a release after this wakes the next sleep
-    Status s = c_->LeaseAcquire(db_key_, out->owner, opts_.ttl_ms, deadline,
-                                own_conn_ ? &*own_conn_ : nullptr, &a, stop);
-    if (!s.ok()) {
-      DropWakeName();
-      return s;
-    }
-    if (a.won) {
+    if (!place.WaitHead(deadline, [&] { return cancel.cancelled(); }))
+      return cancel.cancelled() ? Cancelled() : Busy();
+    Status s = AwaitHolder(deadline, cancel, &pause);
+    if (s.ok()) s = Attempt(deadline, cancel, out, &won);
+    if (s.ok() && won) {
       // Keep the name (if we have it) for the whole hold: our release will
       // wake the next waiter. And remember the key is contended, so this
       // process's next attempt queues rather than racing the woken waiter.
       wq.NoteContended(db_key_);
       if (!has_wake_name_) own_conn_.Reset();
-      return won();
+      return s;
     }
-    note_busy();
-    if (Clock::now() >= deadline) {
+    if (s.ok() && Clock::now() >= deadline) s = Busy();
+    if (!s.ok()) {
       DropWakeName();
-      return Busy();
+      return s;
     }
   }
+}
+
+Status LeaseScheme::Attempt(Clock::time_point deadline, CancelToken cancel, Grant* out, bool* won) {
+  LeaseAttempt a;
+  Status s = c_->LeaseAcquire(db_key_, out->owner, opts_.ttl_ms, deadline,
+                              own_conn_ ? &*own_conn_ : nullptr, &a,
+                              [&] { return cancel.cancelled(); });
+  if (s.code() == Code::kCancelled) return Cancelled();
+  if (!s.ok()) return s;
+  *won = a.won;
+  if (a.won) {
+    out->fence = a.fence;
+    out->acquired_at = a.sent_at;
+    out->deadline = a.sent_at + std::chrono::milliseconds(opts_.ttl_ms);
+  } else {
+    c_->waiters().NoteBusy(db_key_, a.remaining_us);
+    busy_remaining_us_.store(a.remaining_us);
+  }
+  return Status::OK();
+}
+
+Status LeaseScheme::AwaitHolder(Clock::time_point deadline, CancelToken cancel, Pause* p) {
+  auto stop = [&] { return cancel.cancelled(); };
+  WaitQueues& wq = c_->waiters();
+  if (p->first) p->releases_seen = wq.Releases(db_key_);
+  const auto now = Clock::now();
+  const auto expiry = wq.GetHint(db_key_).expiry_estimate;
+  // The holder's wake-up name (GET_LOCK) is given up right after its
+  // release, so a handoff costs no polling. A holder that does not take
+  // part (or is gone) is outlived by capping that wait at the lease's end;
+  // then, and without the name, poll with a growing back-off.
+  if (opts_.wakeup == Wakeup::kAuto && c_->wakeup_supported() && !has_wake_name_) {
+    if (!own_conn_) {
+      Status s = c_->GetConn(deadline, &own_conn_, stop);
+      if (s.code() == Code::kCancelled) return Cancelled();
+      if (!s.ok() && s.code() != Code::kPool) return s;  // no connection free: poll instead
+    }
+    if (own_conn_) {
+      // Until the holder's lease ends by the server's word (a paused holder
+      // keeps the name but not the lease); without that word, a second at
+      // most, then ask the server.
+      auto until = expiry == Clock::time_point{}
+                       ? now + std::chrono::seconds(1)
+                       : std::max(expiry + std::chrono::milliseconds(50),
+                                  now + std::chrono::milliseconds(20));
+      Status s = GetWakeName(*own_conn_, std::min(until, deadline), cancel, &has_wake_name_);
+      if (!s.ok() && (s.code() == Code::kCancelled || !own_conn_->broken())) return s;
+      if (!s.ok()) {
+        own_conn_.Reset();  // dropped: the next round takes a fresh connection
+        has_wake_name_ = false;
+      }
+    }
+  } else if (!p->first) {
+    auto until = std::min({now + std::chrono::microseconds(JitterUs(p->backoff_us)), deadline,
+                           std::max(expiry, now + std::chrono::microseconds(500))});
+    wq.Sleep(db_key_, p->releases_seen, until, stop);
+    p->backoff_us = std::min(p->backoff_us * 2, kPollMaxUs);
+  }
+  p->first = false;
+  if (cancel.cancelled()) return Cancelled();
+  p->releases_seen = wq.Releases(db_key_);  // a release after this wakes the next sleep
+  return Status::OK();
 }
 
 Status LeaseScheme::GetWakeName(Conn& conn, Clock::time_point until, CancelToken cancel,

@@ -363,32 +363,8 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
   // call began (bindings take the mark before they arm their cancel).
   const CancelToken cancel{&me.cancel_seq, cancel_mark ? *cancel_mark : me.cancel_seq.load()};
   Counters& k = c_->counters();
-  {
-    MutexLock g(st_mu_);
-    for (;;) {
-      if (cancel.cancelled()) return CancelledStatus(Name());
-      LockState st = StateLocked();
-      if (st == LockState::kHeld) {
-        if (IsHolderLocked()) {
-          if (!opts_.reentrant)
-            return Status::StateError("lock " + Name() + " is already held by this holder (reentrant=0)");
-          ++count_;
-          k.reentries.fetch_add(1);
-          return Status::OK();
-        }
-      } else if (!acquiring_) {
-        break;
-      }
-      // Another thread holds it (or is acquiring it) through this object.
-      auto now = Clock::now();
-      if (now >= deadline) {
-        k.busy.fetch_add(1);
-        return Status::Busy("lock " + Name() + " is held by another thread through this lock object");
-      }
-      cv_.wait_until(st_mu_, std::min(deadline, now + kSlice));
-    }
-    acquiring_ = true;
-  }
+  bool reentered = false;
+  if (Status s = Claim(deadline, cancel, &reentered); !s.ok() || reentered) return s;
   {
     // Wait for an operation already running on the lock's connections (a
     // release, a renew); from now on every other call refuses to touch them
@@ -410,26 +386,7 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
   }
   k.wait_ms.fetch_add(static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count()));
-  {
-    MutexLock g(st_mu_);
-    acquiring_ = false;
-    if (s.ok()) {
-      state_ = LockState::kHeld;
-      owner_ = grant.owner;
-      fence_ = grant.fence;
-      deadline_ = grant.deadline;
-      acquired_at_ = grant.acquired_at;
-      holder_ = HolderId::Current();
-      count_ = 1;
-      ++gen_;
-      released_ = false;
-      lost_why_.clear();
-      session_watch_ = scheme_->SessionConn();
-    } else if (state_ == LockState::kLost) {
-      state_ = LockState::kIdle;  // the old loss was reported; this is a new attempt
-    }
-    cv_.notify_all();
-  }
+  Settle(s, grant);
   if (s.ok() && opts_.transaction && !scheme_->hold_is_transaction()) {
     // Acquire + begin as one step: the caller never holds a lock whose
     // transaction failed to open.
@@ -448,6 +405,56 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
     k.busy.fetch_add(1);
   }
   return s;
+}
+
+Status LockImpl::Claim(Clock::time_point deadline, CancelToken cancel, bool* reentered) {
+  Counters& k = c_->counters();
+  MutexLock g(st_mu_);
+  for (;;) {
+    if (cancel.cancelled()) return CancelledStatus(Name());
+    LockState st = StateLocked();
+    if (st == LockState::kHeld) {
+      if (IsHolderLocked()) {
+        if (!opts_.reentrant)
+          return Status::StateError("lock " + Name() + " is already held by this holder (reentrant=0)");
+        ++count_;
+        k.reentries.fetch_add(1);
+        *reentered = true;
+        return Status::OK();
+      }
+    } else if (!acquiring_) {
+      acquiring_ = true;
+      return Status::OK();
+    }
+    // Another thread holds it (or is acquiring it) through this object.
+    auto now = Clock::now();
+    if (now >= deadline) {
+      k.busy.fetch_add(1);
+      return Status::Busy("lock " + Name() + " is held by another thread through this lock object");
+    }
+    cv_.wait_until(st_mu_, std::min(deadline, now + kSlice));
+  }
+}
+
+void LockImpl::Settle(const Status& s, const Grant& grant) {
+  MutexLock g(st_mu_);
+  acquiring_ = false;
+  if (s.ok()) {
+    state_ = LockState::kHeld;
+    owner_ = grant.owner;
+    fence_ = grant.fence;
+    deadline_ = grant.deadline;
+    acquired_at_ = grant.acquired_at;
+    holder_ = HolderId::Current();
+    count_ = 1;
+    ++gen_;
+    released_ = false;
+    lost_why_.clear();
+    session_watch_ = scheme_->SessionConn();
+  } else if (state_ == LockState::kLost) {
+    state_ = LockState::kIdle;  // the old loss was reported; this is a new attempt
+  }
+  cv_.notify_all();
 }
 
 void LockImpl::DropLostHold() {

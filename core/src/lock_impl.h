@@ -139,6 +139,12 @@ class LockImpl final : private LockHost {
   Status RefuseWhileAcquiringLocked(const char* what) const REQUIRES(st_mu_);
   // The state checks of renew/begin/exec: OK when held.
   Status CheckHeldLocked(const char* what) const REQUIRES(st_mu_);
+  // Try's first step: re-enters a hold of the calling holder
+  // (*reentered), or claims the acquisition (acquiring_) once no other
+  // thread holds or acquires the lock through this object.
+  Status Claim(Clock::time_point deadline, CancelToken cancel, bool* reentered);
+  // Try's last step: the state after the scheme's acquisition.
+  void Settle(const Status& s, const Grant& grant);
   // Try, after it claimed the acquisition: frees what a hold that was lost
   // but not released still pins (its lease row if still ours, its
   // transaction, its connections). op_mu_ held.
