@@ -71,6 +71,30 @@ static int admin_sql(const char *sql) {
   return system(cmd);
 }
 
+/* Runs a query that returns one number as root on the fixture server;
+ * returns it (capped at 100), or -1 when the query failed. */
+static int admin_count(const char *sql) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd,
+           "n=$('%s/scripts/db.sh' sql '%s' -N -e \"%s\") || exit 255; "
+           "exit $((n > 100 ? 100 : n))",
+           dlock_test_source_dir(), dlock_test_db_dir(), sql);
+  int rc = system(cmd);
+  if (rc < 0 || !WIFEXITED(rc) || WEXITSTATUS(rc) == 255) return -1;
+  return WEXITSTATUS(rc);
+}
+
+/* Polls admin_count(sql) until it returns `want` (1) or timeout_ms passed (0). */
+static int admin_poll(const char *sql, int want, int timeout_ms) {
+  int64_t until = now_ms() + timeout_ms;
+  for (;;) {
+    if (admin_count(sql) == want) return 1;
+    if (now_ms() >= until) return 0;
+    /* InnoDB refreshes its lock tables after 100 ms without a read. */
+    sleep_ms(150);
+  }
+}
+
 /* KILLs every idle (Sleep) session on the fixture server, as its
  * wait_timeout or an operator would; returns how many. */
 static int kill_idle_connections(void) {
@@ -241,7 +265,9 @@ static void test_close_in_use(dlock_client *c, const char *mode) {
     pthread_t t;
     pthread_create(&t, NULL, inside_call, &in);
     while (!__atomic_load_n(&in.started, __ATOMIC_SEQ_CST)) sleep_ms(1);
-    sleep_ms(20 + 40 * (variant / 2)); /* well inside the call: 20..100 ms */
+    /* Not synchronisation: close must be right at any point of the call;
+     * the variants spread it from the call's start to well inside it. */
+    sleep_ms(20 + 40 * (variant / 2));
     int64_t t0 = now_ms();
     if (cancel_first) dlock_cancel(l);
     dlock_close(l); /* must cancel and wait, not free under the other thread */
@@ -543,8 +569,8 @@ static void test_frozen_server(void) {
   struct waiter wt = {busy_w, 99, 0, 0};
   pthread_t t;
   pthread_create(&t, NULL, waiter_try, &wt);
-  while (!__atomic_load_n(&wt.started, __ATOMIC_SEQ_CST)) sleep_ms(1);
-  sleep_ms(300); /* in its row-lock wait */
+  CHECK(admin_poll("SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS", 1, 10000),
+        "the waiter did not reach its row-lock wait in 10 s");
   kill(pid, SIGSTOP);
   int64_t t0 = now_ms();
   dlock_cancel(busy_w);
@@ -605,7 +631,10 @@ static void test_wait_timeout(void) {
   CHECK(dlock_try(l, 0, &err) == DLOCK_OK, "try: %s", err.message);
   CHECK(dlock_release(l, &err) == DLOCK_OK, "release: %s", err.message);
   CHECK(kill_idle_connections() > 0, "no idle connection to kill");
-  sleep_ms(100);
+  CHECK(admin_poll("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE command IN "
+                   "('Sleep', 'Killed') AND id <> CONNECTION_ID()",
+                   0, 5000),
+        "the killed sessions are still there after 5 s");
   CHECK(dlock_try(l, 0, &err) == DLOCK_OK, "try after the server closed the pooled connections: %s",
         err.message);
 
