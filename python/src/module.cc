@@ -168,6 +168,18 @@ dlock::Status Interruptible(dlock::Lock* lock, Call call, bool* signalled) {
     }
   }
   if (!watching) return Nogil(call);
+  // A signal that came before our wake-up fd was in place (during the
+  // inline first attempt, say) wrote nothing to it: look now, or an
+  // unlimited wait would never see that Ctrl-C.
+  if (PyErr_CheckSignals() != 0) {
+    py::error_already_set e;
+    try {
+      signal_mod.attr("set_wakeup_fd")(old_fd);
+    } catch (py::error_already_set&) {
+      PyErr_Clear();
+    }
+    throw e;
+  }
   std::atomic<bool> fired{false};
   dlock::Status s = Nogil([&] {
     std::thread watcher([&] {

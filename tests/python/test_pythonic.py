@@ -84,16 +84,19 @@ def test_with_lock_acquire_timeout(client: dlock.Client, client2: dlock.Client, 
 
 _SIGINT_CHILD = textwrap.dedent(
     """
-    import sys, threading, time
+    import os, signal, sys, threading, time
     import dlock
 
     client = dlock.connect(sys.argv[1])
     lock = client.lock(sys.argv[2], ttl=60)
+    after, by_self = int(sys.argv[3]), sys.argv[4] == "self"
     base = client.counters()["statements"]
 
     def announce():
-        while client.counters()["statements"] < base + 2:
-            time.sleep(0.005)
+        while client.counters()["statements"] < base + after:
+            time.sleep(0 if by_self else 0.005)
+        if by_self:
+            os.kill(os.getpid(), signal.SIGINT)
         print("waiting", flush=True)
 
     threading.Thread(target=announce, daemon=True).start()
@@ -103,17 +106,23 @@ _SIGINT_CHILD = textwrap.dedent(
 )
 
 
-def test_ctrl_c_interrupts_an_unlimited_acquire(client: dlock.Client, db_url: str, key: str) -> None:
+# after=2, parent: Ctrl-C while the acquire waits on the server.
+# after=1, self: the signal comes as the first (inline) attempt is sent,
+# before the wait listens for signals: it must not be lost either.
+@pytest.mark.parametrize("after,sender", [(2, "parent"), (1, "self"), (1, "self"), (1, "self")])
+def test_ctrl_c_interrupts_an_unlimited_acquire(client: dlock.Client, db_url: str, key: str,
+                                                after: int, sender: str) -> None:
     holder = client.lock(key, ttl=60)
     holder.acquire()
     try:
-        p = subprocess.Popen([sys.executable, "-c", _SIGINT_CHILD, db_url, key],
+        p = subprocess.Popen([sys.executable, "-c", _SIGINT_CHILD, db_url, key, str(after), sender],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             assert p.stdout is not None
             assert p.stdout.readline().strip() == "waiting"
             t0 = time.monotonic()
-            p.send_signal(signal.SIGINT)
+            if sender == "parent":
+                p.send_signal(signal.SIGINT)
             out, err = p.communicate(timeout=10)
             elapsed = time.monotonic() - t0
         finally:
@@ -122,8 +131,9 @@ def test_ctrl_c_interrupts_an_unlimited_acquire(client: dlock.Client, db_url: st
                 p.wait()
         assert "KeyboardInterrupt" in err, err
         assert "acquired?!" not in out
+        assert p.returncode != 0
         assert elapsed < 1.5, elapsed
-        assert holder.held
+        assert holder.held  # the child never got it
     finally:
         holder.release()
 
