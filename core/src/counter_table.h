@@ -25,6 +25,6 @@
 
 #define DLOCK_POOL_COUNTERS(X)                                                       \
   X(statements, pool.sent_counter()->load(), "every statement sent to the server")    \
-  X(pool_open, static_cast<uint64_t>(pool.open_count()), "connections open now")
+  X(pool_open, static_cast<uint64_t>(pool.open_count()), "lock connections open now, in use or idle")
 
 #endif  // DLOCK_CORE_COUNTER_TABLE_H_

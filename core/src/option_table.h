@@ -24,8 +24,10 @@
   X(socket, socket, std::string, Text, 0, 0, nullptr, "",                                  \
     "Unix socket path, instead of the URL's host and port")                                \
   X(pool, pool, int, Int, 1, 1024, nullptr, 8, "max lock connections")                     \
-  X(connect_timeout, connect_timeout_s, int, Int, 1, 3600, nullptr, 5, "seconds")          \
-  X(read_timeout, read_timeout_s, int, Int, 1, 86400, nullptr, 30, "seconds")              \
+  X(connect_timeout, connect_timeout_s, int, Int, 1, 3600, nullptr, 5,                    \
+    "connect timeout in seconds")                                                          \
+  X(read_timeout, read_timeout_s, int, Int, 1, 86400, nullptr, 30,                        \
+    "read timeout in seconds")                                                              \
   X(table, table, std::string, Table, 0, 0, nullptr, "distributed_lock", "lease table name") \
   X(row_table, row_table, std::string, Table, 0, 0, nullptr, "fixed_lock",                 \
     "row-lock table name")                                                                 \
@@ -34,7 +36,7 @@
   X(ssl_ca, ssl_ca, std::string, Text, 0, 0, nullptr, "",                                  \
     "CA file (PEM) to check the server's certificate with")                                \
   X(cleanup_interval_ms, cleanup_interval_ms, int64_t, Int, 0, kMaxTtlMs, nullptr, 0,      \
-    "run dlock_client_cleanup this often on a thread of the client's (0 = never)")         \
+    "run dlock_client_cleanup this often on a thread of the client's; 0 = never")         \
   X(cleanup_grace_ms, cleanup_grace_ms, int64_t, Int, 0, kMaxTtlMs, nullptr, 3600000,      \
     "delete leases expired longer ago than this")                                          \
   X(cleanup_batch, cleanup_batch, int, Int, 1, 100000, nullptr, 1000,                      \
