@@ -1,4 +1,5 @@
-// Parsed, validated options for clients and locks.
+// Parsed, validated options for clients and locks. Every option is a row of
+// option_table.h: its member, default, range and parsing come from there.
 #ifndef DLOCK_CORE_OPTIONS_H_
 #define DLOCK_CORE_OPTIONS_H_
 
@@ -25,7 +26,6 @@ enum class Holder { kThread, kLock };
 constexpr const char* kHolderWords[] = {"thread", "lock", nullptr};
 enum class Wakeup { kAuto, kPoll };
 constexpr const char* kWakeupWords[] = {"auto", "poll", nullptr};
-
 
 // One member per row of the option table, with its type and default.
 #define DLOCK_OPTION_FIELD(name, field, type, rule, min, max, words, def, doc) type field = def;
@@ -58,7 +58,7 @@ struct OptionInfo {
   const char* name;
   OptionKind kind;
   OptionRule rule;
-  int64_t min, max;         // kInt: the range; kKeyPrefix: bytes
+  int64_t min, max;          // kInt: the range; kKeyPrefix: its length in bytes
   const char* const* words;  // kWords: nullptr-terminated; else nullptr
   const char* doc;
 };
