@@ -200,7 +200,8 @@ Status Read(const OptionInfo& o, const std::string& value, std::string* out) {
   if (o.rule == OptionRule::kTable) {
     s = ValidateIdentifier(value, o.name);
   } else if (o.rule == OptionRule::kKeyPrefix) {
-    if (!(s = ValidateKey(value)).ok()) return Status::Invalid(std::string(o.name) + ": " + s.message());
+    if (!(s = ValidateKey(value)).ok())
+      return Status::Invalid(std::string(o.name) + ": " + s.message());
     if (value.size() > static_cast<size_t>(o.max))
       return Status::Invalid(std::string(o.name) + " is longer than " + std::to_string(o.max) +
                              " bytes");

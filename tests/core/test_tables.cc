@@ -99,7 +99,8 @@ std::vector<const OptionInfo*> AllOptions() {
 
 std::string Words(const OptionInfo& o, const char* sep) {
   std::string out;
-  for (size_t i = 0; o.words[i] != nullptr; ++i) out += (i > 0 ? sep : "") + std::string(o.words[i]);
+  for (size_t i = 0; o.words[i] != nullptr; ++i)
+    out += (i > 0 ? sep : "") + std::string(o.words[i]);
   return out;
 }
 
@@ -180,7 +181,8 @@ TEST_CASE("Every option row: its default, range and words hold in Config::Set") 
     if (!kDefaults.at(name).empty() || o.rule == OptionRule::kText) good(kDefaults.at(name));
     switch (o.rule) {
       case OptionRule::kInt: {
-        const std::string range = "allowed " + std::to_string(o.min) + ".." + std::to_string(o.max);
+        const std::string range =
+            "allowed " + std::to_string(o.min) + ".." + std::to_string(o.max);
         good(std::to_string(o.min));
         good(std::to_string(o.max));
         bad(std::to_string(o.min - 1), range);
