@@ -10,25 +10,16 @@
 #include <deque>
 #include <mutex>
 
+#include "counter_table.h"
 #include "dlock/core.hpp"
 
 namespace dlock {
 
+// One atomic per row of DLOCK_COUNTERS (counter_table.h), named as the row.
 struct Counters {
-  std::atomic<uint64_t> acquisitions{0};      // successful Try (first hold, not reentrant)
-  std::atomic<uint64_t> reentries{0};         // reentrant Try on a held lock
-  std::atomic<uint64_t> busy{0};              // Try that returned busy
-  std::atomic<uint64_t> wait_ms{0};           // total time spent inside Try
-  std::atomic<uint64_t> releases{0};
-  std::atomic<uint64_t> renewals{0};          // leases extended (manual and watchdog)
-  std::atomic<uint64_t> renew_ticks{0};       // watchdog ticks that renewed something
-  std::atomic<uint64_t> renew_statements{0};  // statements the watchdog executed
-  std::atomic<uint64_t> lost{0};
-  std::atomic<uint64_t> max_hold_trips{0};
-  std::atomic<uint64_t> cleanup_runs{0};
-  std::atomic<uint64_t> cleanup_deleted{0};
-  std::atomic<uint64_t> table_rows{0};        // rows in the lease table at the last cleanup
-  std::atomic<uint64_t> events_dropped{0};
+#define DLOCK_COUNTER_FIELD(name, doc) std::atomic<uint64_t> name{0};
+  DLOCK_COUNTERS(DLOCK_COUNTER_FIELD)
+#undef DLOCK_COUNTER_FIELD
 };
 
 class Events {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "client_impl.h"
+#include "counter_table.h"
 #include "dlock/core.hpp"
 #include "lock_impl.h"
 
@@ -44,34 +45,31 @@ Status Client::NextEvent(int64_t wait_ms, Event* out) {
 
 namespace {
 const char* const kCounterNames[] = {
-    "acquisitions", "reentries", "busy", "wait_ms", "releases", "renewals", "renew_ticks",
-    "renew_statements", "lost", "max_hold_trips", "cleanup_runs", "cleanup_deleted",
-    "table_rows", "events_dropped", "statements", "pool_open", nullptr};
+#define DLOCK_COUNTER_NAME(name, ...) #name,
+    DLOCK_COUNTERS(DLOCK_COUNTER_NAME) DLOCK_POOL_COUNTERS(DLOCK_COUNTER_NAME)
+#undef DLOCK_COUNTER_NAME
+    nullptr};
 }  // namespace
 
 const char* const* Client::CounterNames() { return kCounterNames; }
 
 Status Client::Counter(const std::string& name, uint64_t* out) const {
-  Counters& k = impl_->counters();
-  const std::pair<const char*, std::atomic<uint64_t>*> table[] = {
-      {"acquisitions", &k.acquisitions}, {"reentries", &k.reentries},
-      {"busy", &k.busy},                 {"wait_ms", &k.wait_ms},
-      {"releases", &k.releases},         {"renewals", &k.renewals},
-      {"renew_ticks", &k.renew_ticks},   {"renew_statements", &k.renew_statements},
-      {"lost", &k.lost},                 {"max_hold_trips", &k.max_hold_trips},
-      {"cleanup_runs", &k.cleanup_runs}, {"cleanup_deleted", &k.cleanup_deleted},
-      {"table_rows", &k.table_rows},     {"events_dropped", &k.events_dropped},
-      {"statements", impl_->pool().sent_counter()}};
-  for (const auto& e : table) {
-    if (name == e.first) {
-      *out = e.second->load();
-      return Status::OK();
-    }
+  Counters& counters = impl_->counters();
+  Pool& pool = impl_->pool();
+#define DLOCK_READ_COUNTER(counter, doc) \
+  if (name == #counter) {                \
+    *out = counters.counter.load();      \
+    return Status::OK();                 \
   }
-  if (name == "pool_open") {
-    *out = static_cast<uint64_t>(impl_->pool().open_count());
-    return Status::OK();
+#define DLOCK_READ_POOL_COUNTER(counter, read, doc) \
+  if (name == #counter) {                           \
+    *out = read;                                    \
+    return Status::OK();                            \
   }
+  DLOCK_COUNTERS(DLOCK_READ_COUNTER)
+  DLOCK_POOL_COUNTERS(DLOCK_READ_POOL_COUNTER)
+#undef DLOCK_READ_COUNTER
+#undef DLOCK_READ_POOL_COUNTER
   return Status::Invalid("unknown counter '" + QuoteKey(name) + "'");
 }
 
@@ -250,25 +248,33 @@ int Lock::hold_count() const { return impl_->HoldCount(); }
 
 const char* Version() { return DLOCK_VERSION_STRING; }
 
-const char* CodeName(int code) {
-  switch (static_cast<Code>(code)) {
-    case Code::kOk: return "DLOCK_OK";
-    case Code::kBusy: return "DLOCK_BUSY";
-    case Code::kInvalid: return "DLOCK_E_INVALID";
-    case Code::kConnect: return "DLOCK_E_CONNECT";
-    case Code::kLost: return "DLOCK_E_LOST";
-    case Code::kReadOnly: return "DLOCK_E_READONLY";
-    case Code::kUnsupported: return "DLOCK_E_UNSUPPORTED";
-    case Code::kDb: return "DLOCK_E_DB";
-    case Code::kState: return "DLOCK_E_STATE";
-    case Code::kForked: return "DLOCK_E_FORKED";
-    case Code::kPool: return "DLOCK_E_POOL";
-    case Code::kUnknown: return "DLOCK_E_UNKNOWN";
-    case Code::kInternal: return "DLOCK_E_INTERNAL";
-    case Code::kTimeout: return "DLOCK_E_TIMEOUT";
-    case Code::kCancelled: return "DLOCK_E_CANCELLED";
-    case Code::kMaxHold: return "DLOCK_E_MAX_HOLD";
+namespace {
+constexpr CodeInfo kCodes[] = {
+#define DLOCK_CODE_INFO(enumerator, value, c_name, doc) {value, #c_name, doc},
+    DLOCK_CODES(DLOCK_CODE_INFO)
+#undef DLOCK_CODE_INFO
+};
+
+constexpr bool CodeValuesDistinct() {
+  for (const CodeInfo& a : kCodes) {
+    int same = 0;
+    for (const CodeInfo& b : kCodes) same += a.value == b.value ? 1 : 0;
+    if (same != 1) return false;
   }
+  return true;
+}
+static_assert(CodeValuesDistinct(), "two rows of DLOCK_CODES share a value");
+static_assert(kCodes[0].value == 0, "DLOCK_OK comes first");
+}  // namespace
+
+const CodeInfo* Codes(size_t* count) {
+  *count = sizeof kCodes / sizeof kCodes[0];
+  return kCodes;
+}
+
+const char* CodeName(int code) {
+  for (const CodeInfo& c : kCodes)
+    if (c.value == code) return c.name;
   return "DLOCK_UNKNOWN_CODE";
 }
 

@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 
 namespace dlock {
 
@@ -35,14 +37,6 @@ Status PercentDecode(const std::string& in, const char* what, std::string* out) 
   return Status::OK();
 }
 
-const char* const kClientKeys[] = {"socket",   "pool",     "connect_timeout",     "read_timeout",
-                                   "table",    "row_table", "ssl_mode",           "ssl_ca",
-                                   "cleanup_interval_ms", "cleanup_grace_ms", "cleanup_batch",
-                                   "events"};
-const char* const kLockKeys[] = {"mode",      "ttl_ms", "auto_renew",  "max_hold_ms",
-                                 "reentrant", "holder", "shards", "shard_group", "wakeup",
-                                 "transaction"};
-
 Status ParseBool(const std::string& v, const char* what, bool* out) {
   if (v == "1" || v == "true" || v == "on" || v == "yes") *out = true;
   else if (v == "0" || v == "false" || v == "off" || v == "no") *out = false;
@@ -60,15 +54,13 @@ std::string ClientOptions::Where() const {
 }
 
 bool IsClientKey(const std::string& key) {
-  for (const char* k : kClientKeys)
-    if (key == k) return true;
-  return false;
+  const OptionInfo* o = FindOption(key);
+  return o != nullptr && o->kind == OptionKind::kClient;
 }
 
 bool IsLockKey(const std::string& key) {
-  for (const char* k : kLockKeys)
-    if (key == k) return true;
-  return false;
+  const OptionInfo* o = FindOption(key);
+  return o != nullptr && o->kind == OptionKind::kLock;
 }
 
 Status ParseInt(const std::string& s, int64_t lo, int64_t hi, const char* what, int64_t* out) {
@@ -138,91 +130,156 @@ Status ValidateKey(const std::string& key) {
   return Status::OK();
 }
 
-Status ApplyClientOption(const std::string& key, const std::string& value, ClientOptions* o) {
-  int64_t v = 0;
-  Status s;
-  if (key == "socket") {
-    o->socket = value;
-  } else if (key == "pool") {
-    if (!(s = ParseInt(value, 1, 1024, "pool", &v)).ok()) return s;
-    o->pool = static_cast<int>(v);
-  } else if (key == "connect_timeout") {
-    if (!(s = ParseInt(value, 1, 3600, "connect_timeout", &v)).ok()) return s;
-    o->connect_timeout_s = static_cast<int>(v);
-  } else if (key == "read_timeout") {
-    if (!(s = ParseInt(value, 1, 86400, "read_timeout", &v)).ok()) return s;
-    o->read_timeout_s = static_cast<int>(v);
-  } else if (key == "table") {
-    if (!(s = ValidateIdentifier(value, "table")).ok()) return s;
-    o->table = value;
-  } else if (key == "row_table") {
-    if (!(s = ValidateIdentifier(value, "row_table")).ok()) return s;
-    o->row_table = value;
-  } else if (key == "ssl_mode") {
-    if (value == "disable") o->ssl_mode = SslMode::kDisable;
-    else if (value == "require") o->ssl_mode = SslMode::kRequire;
-    else if (value == "verify") o->ssl_mode = SslMode::kVerify;
-    else return Status::Invalid("ssl_mode must be disable, require or verify");
-  } else if (key == "ssl_ca") {
-    o->ssl_ca = value;
-  } else if (key == "cleanup_interval_ms") {
-    if (!(s = ParseInt(value, 0, kMaxTtlMs, "cleanup_interval_ms", &v)).ok()) return s;
-    o->cleanup_interval_ms = v;
-  } else if (key == "cleanup_grace_ms") {
-    if (!(s = ParseInt(value, 0, kMaxTtlMs, "cleanup_grace_ms", &v)).ok()) return s;
-    o->cleanup_grace_ms = v;
-  } else if (key == "cleanup_batch") {
-    if (!(s = ParseInt(value, 1, 100000, "cleanup_batch", &v)).ok()) return s;
-    o->cleanup_batch = static_cast<int>(v);
-  } else if (key == "events") {
-    if (!(s = ParseInt(value, 0, 1000000, "events", &v)).ok()) return s;
-    o->events = static_cast<int>(v);
+// ---- the option table, expanded ----------------------------------------------
+
+namespace {
+
+constexpr OptionInfo kOptions[] = {
+#define DLOCK_CLIENT_INFO(name, field, type, rule, min, max, words, def, doc) \
+  {#name, OptionKind::kClient, OptionRule::k##rule, min, max, words, doc},
+#define DLOCK_LOCK_INFO(name, field, type, rule, min, max, words, def, doc) \
+  {#name, OptionKind::kLock, OptionRule::k##rule, min, max, words, doc},
+    DLOCK_CLIENT_OPTIONS(DLOCK_CLIENT_INFO) DLOCK_LOCK_OPTIONS(DLOCK_LOCK_INFO)
+#undef DLOCK_CLIENT_INFO
+#undef DLOCK_LOCK_INFO
+};
+
+// What the compiler can check of a row: its rule reads its type, an integer
+// range fits the member and holds the default, an enum has its words.
+template <class T, class D>
+constexpr bool RowFits(OptionRule rule, int64_t min, int64_t max, const char* const* words,
+                       D def) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return rule == OptionRule::kBool;
+  } else if constexpr (std::is_integral_v<T>) {
+    return rule == OptionRule::kInt && min <= max && min >= std::numeric_limits<T>::min() &&
+           max <= std::numeric_limits<T>::max() && def >= min && def <= max;
+  } else if constexpr (std::is_enum_v<T>) {
+    return rule == OptionRule::kWords && words != nullptr &&
+           static_cast<int>(def) >= 0 && words[static_cast<int>(def)] != nullptr;
   } else {
-    return Status::Invalid("unknown client option '" + QuoteKey(key) + "'");
+    return rule == OptionRule::kTable || rule == OptionRule::kText ||
+           rule == OptionRule::kKeyPrefix;
   }
-  return Status::OK();
+}
+#define DLOCK_CHECK_ROW(name, field, type, rule, min, max, words, def, doc) \
+  static_assert(RowFits<type>(OptionRule::k##rule, min, max, words, def),  \
+                "option " #name ": its row does not fit its member");
+DLOCK_CLIENT_OPTIONS(DLOCK_CHECK_ROW)
+DLOCK_LOCK_OPTIONS(DLOCK_CHECK_ROW)
+#undef DLOCK_CHECK_ROW
+
+// "'a', 'b' or 'c'"
+std::string WordList(const char* const* words) {
+  std::string out;
+  for (size_t i = 0; words[i] != nullptr; ++i) {
+    if (i > 0) out += words[i + 1] == nullptr ? " or " : ", ";
+    out += std::string("'") + words[i] + "'";
+  }
+  return out;
+}
+
+// Reads value into a member by its row's rule; the member is untouched on error.
+Status Read(const OptionInfo& o, const std::string& value, int64_t* out) {
+  return ParseInt(value, o.min, o.max, o.name, out);
+}
+
+Status Read(const OptionInfo& o, const std::string& value, int* out) {
+  int64_t v = 0;
+  Status s = ParseInt(value, o.min, o.max, o.name, &v);
+  if (s.ok()) *out = static_cast<int>(v);
+  return s;
+}
+
+Status Read(const OptionInfo& o, const std::string& value, bool* out) {
+  return ParseBool(value, o.name, out);
+}
+
+Status Read(const OptionInfo& o, const std::string& value, std::string* out) {
+  Status s;
+  if (o.rule == OptionRule::kTable) {
+    s = ValidateIdentifier(value, o.name);
+  } else if (o.rule == OptionRule::kKeyPrefix) {
+    if (!(s = ValidateKey(value)).ok())
+      return Status::Invalid(std::string(o.name) + ": " + s.message());
+    if (value.size() > static_cast<size_t>(o.max))
+      return Status::Invalid(std::string(o.name) + " is longer than " + std::to_string(o.max) +
+                             " bytes");
+  }
+  if (s.ok()) *out = value;
+  return s;
+}
+
+template <class E, class = std::enable_if_t<std::is_enum_v<E>>>
+Status Read(const OptionInfo& o, const std::string& value, E* out) {
+  for (int i = 0; o.words[i] != nullptr; ++i) {
+    if (value == o.words[i]) {
+      *out = static_cast<E>(i);
+      return Status::OK();
+    }
+  }
+  return Status::Invalid(std::string(o.name) + " must be " + WordList(o.words) + ", not '" +
+                         QuoteKey(value) + "'");
+}
+
+// A member's value as dlock_config_set would take it.
+std::string Format(const OptionInfo&, int64_t v) { return std::to_string(v); }
+std::string Format(const OptionInfo&, int v) { return std::to_string(v); }
+std::string Format(const OptionInfo&, bool v) { return v ? "1" : "0"; }
+std::string Format(const OptionInfo&, const std::string& v) { return v; }
+template <class E, class = std::enable_if_t<std::is_enum_v<E>>>
+std::string Format(const OptionInfo& o, E v) {
+  return o.words[static_cast<int>(v)];
+}
+
+}  // namespace
+
+const OptionInfo* Options(size_t* count) {
+  *count = sizeof kOptions / sizeof kOptions[0];
+  return kOptions;
+}
+
+const OptionInfo* FindOption(const std::string& name) {
+  for (const OptionInfo& o : kOptions)
+    if (name == o.name) return &o;
+  return nullptr;
+}
+
+std::string OptionDefault(const OptionInfo& option) {
+  const std::string name = option.name;
+  const ClientOptions client;
+  const LockOptions lock;
+#define DLOCK_CLIENT_DEFAULT(key, field, ...) \
+  if (option.kind == OptionKind::kClient && name == #key) return Format(option, client.field);
+#define DLOCK_LOCK_DEFAULT(key, field, ...) \
+  if (option.kind == OptionKind::kLock && name == #key) return Format(option, lock.field);
+  DLOCK_CLIENT_OPTIONS(DLOCK_CLIENT_DEFAULT)
+  DLOCK_LOCK_OPTIONS(DLOCK_LOCK_DEFAULT)
+#undef DLOCK_CLIENT_DEFAULT
+#undef DLOCK_LOCK_DEFAULT
+  return "";
+}
+
+Status ApplyClientOption(const std::string& key, const std::string& value, ClientOptions* o) {
+  const OptionInfo* option = FindOption(key);
+  if (option == nullptr || option->kind != OptionKind::kClient)
+    return Status::Invalid("unknown client option '" + QuoteKey(key) + "'");
+#define DLOCK_APPLY(name, field, ...) \
+  if (key == #name) return Read(*option, value, &o->field);
+  DLOCK_CLIENT_OPTIONS(DLOCK_APPLY)
+#undef DLOCK_APPLY
+  return Status::Internal("client option '" + QuoteKey(key) + "' has no member");
 }
 
 Status ApplyLockOption(const std::string& key, const std::string& value, LockOptions* o) {
-  int64_t v = 0;
-  Status s;
-  if (key == "mode") {
-    if (value == "lease") o->mode = LockMode::kLease;
-    else if (value == "row") o->mode = LockMode::kRow;
-    else return Status::Invalid("mode must be 'lease' or 'row', not '" + QuoteKey(value) + "'");
-  } else if (key == "ttl_ms") {
-    if (!(s = ParseInt(value, 1, kMaxTtlMs, "ttl_ms", &v)).ok()) return s;
-    o->ttl_ms = v;
-  } else if (key == "auto_renew") {
-    return ParseBool(value, "auto_renew", &o->auto_renew);
-  } else if (key == "max_hold_ms") {
-    if (!(s = ParseInt(value, 0, kMaxTtlMs, "max_hold_ms", &v)).ok()) return s;
-    o->max_hold_ms = v;
-  } else if (key == "transaction") {
-    return ParseBool(value, "transaction", &o->transaction);
-  } else if (key == "reentrant") {
-    return ParseBool(value, "reentrant", &o->reentrant);
-  } else if (key == "holder") {
-    if (value == "thread") o->holder = Holder::kThread;
-    else if (value == "lock") o->holder = Holder::kLock;
-    else return Status::Invalid("holder must be 'thread' or 'lock', not '" + QuoteKey(value) + "'");
-  } else if (key == "shards") {
-    if (!(s = ParseInt(value, 0, 65536, "shards", &v)).ok()) return s;
-    o->shards = static_cast<int>(v);
-  } else if (key == "shard_group") {
-    if (!(s = ValidateKey(value)).ok())
-      return Status::Invalid("shard_group: " + s.message());
-    if (value.size() > kMaxKeyBytes - 8)
-      return Status::Invalid("shard_group is longer than " + std::to_string(kMaxKeyBytes - 8) + " bytes");
-    o->shard_group = value;
-  } else if (key == "wakeup") {
-    if (value == "auto") o->wakeup = Wakeup::kAuto;
-    else if (value == "poll") o->wakeup = Wakeup::kPoll;
-    else return Status::Invalid("wakeup must be 'auto' or 'poll', not '" + QuoteKey(value) + "'");
-  } else {
+  const OptionInfo* option = FindOption(key);
+  if (option == nullptr || option->kind != OptionKind::kLock)
     return Status::Invalid("unknown lock option '" + QuoteKey(key) + "'");
-  }
-  return Status::OK();
+#define DLOCK_APPLY(name, field, ...) \
+  if (key == #name) return Read(*option, value, &o->field);
+  DLOCK_LOCK_OPTIONS(DLOCK_APPLY)
+#undef DLOCK_APPLY
+  return Status::Internal("lock option '" + QuoteKey(key) + "' has no member");
 }
 
 Status Config::Set(const std::string& key, const std::string& value) {

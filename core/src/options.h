@@ -1,11 +1,14 @@
-// Parsed, validated options for clients and locks.
+// Parsed, validated options for clients and locks. Every option is a row of
+// option_table.h: its member, default, range and parsing come from there.
 #ifndef DLOCK_CORE_OPTIONS_H_
 #define DLOCK_CORE_OPTIONS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "dlock/core.hpp"
+#include "option_table.h"
 
 namespace dlock {
 
@@ -13,50 +16,59 @@ constexpr size_t kMaxKeyBytes = 512;
 constexpr int64_t kMaxTtlMs = 30LL * 24 * 3600 * 1000;  // 30 days
 constexpr int64_t kMaxWaitMs = 24LL * 3600 * 1000;      // 1 day: nobody waits forever
 
+// Enums an option picks with a word: the words are the values in order
+// (nullptr-terminated), so that the enum's value is the word's index.
 enum class SslMode { kDisable, kRequire, kVerify };
+constexpr const char* kSslModeWords[] = {"disable", "require", "verify", nullptr};
+enum class LockMode { kLease, kRow };
+constexpr const char* kLockModeWords[] = {"lease", "row", nullptr};
+enum class Holder { kThread, kLock };
+constexpr const char* kHolderWords[] = {"thread", "lock", nullptr};
+enum class Wakeup { kAuto, kPoll };
+constexpr const char* kWakeupWords[] = {"auto", "poll", nullptr};
+
+// One member per row of the option table, with its type and default.
+#define DLOCK_OPTION_FIELD(name, field, type, rule, min, max, words, def, doc) type field = def;
 
 struct ClientOptions {
+  // From the URL, not options.
   std::string user;
   std::string password;  // never printed
   std::string host = "127.0.0.1";
   unsigned port = 3306;
   std::string database;
-  std::string socket;
-  int pool = 8;
-  int connect_timeout_s = 5;
-  int read_timeout_s = 30;
-  std::string table = "distributed_lock";
-  std::string row_table = "fixed_lock";
-  SslMode ssl_mode = SslMode::kDisable;
-  std::string ssl_ca;
-  int64_t cleanup_interval_ms = 0;       // 0 = no periodic cleanup
-  int64_t cleanup_grace_ms = 3600000;    // delete leases expired longer ago than this
-  int cleanup_batch = 1000;              // rows per cleanup transaction
-  int events = 1024;                     // event queue capacity (oldest dropped)
+
+  DLOCK_CLIENT_OPTIONS(DLOCK_OPTION_FIELD)
 
   // "host:port/db" or "socket/db": safe to print (no user, no password).
   std::string Where() const;
 };
 
-enum class LockMode { kLease, kRow };
-
-enum class Holder { kThread, kLock };
-enum class Wakeup { kAuto, kPoll };
-
 struct LockOptions {
-  LockMode mode = LockMode::kLease;
-  int64_t ttl_ms = 30000;
-  bool auto_renew = false;
-  int64_t max_hold_ms = 300000;  // 0 = no limit (A9: default 5 minutes)
-  bool reentrant = true;
-  // Lease: each acquisition also opens its transaction (A7), as if begin
-  // followed; if that fails, the lease is released again.
-  bool transaction = false;
-  Holder holder = Holder::kThread;
-  int shards = 0;                // 0 = the key is the lock row itself
-  std::string shard_group = "dlock-shard";
-  Wakeup wakeup = Wakeup::kAuto;
+  DLOCK_LOCK_OPTIONS(DLOCK_OPTION_FIELD)
 };
+
+#undef DLOCK_OPTION_FIELD
+
+enum class OptionKind { kClient, kLock };
+enum class OptionRule { kInt, kBool, kWords, kTable, kText, kKeyPrefix };
+
+// A row of the option table, for messages, docs and tests.
+struct OptionInfo {
+  const char* name;
+  OptionKind kind;
+  OptionRule rule;
+  int64_t min, max;          // kInt: the range; kKeyPrefix: its length in bytes
+  const char* const* words;  // kWords: nullptr-terminated; else nullptr
+  const char* doc;
+};
+
+// Every option: the client's, then the lock's, each in the table's order.
+const OptionInfo* Options(size_t* count);
+// nullptr for a name that is no option.
+const OptionInfo* FindOption(const std::string& name);
+// The default as dlock_config_set takes it: "8", "lease", "0" (false), "" (none).
+std::string OptionDefault(const OptionInfo& option);
 
 // Parses mysql://user[:password]@host[:port]/database[?k=v&...].
 Status ParseUrl(const std::string& url, ClientOptions* out);

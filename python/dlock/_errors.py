@@ -12,6 +12,8 @@ import builtins
 import re
 from typing import Dict, Optional, Tuple, Type
 
+from . import _core
+
 __all__ = [
     "Error",
     "LockTimeout",
@@ -30,25 +32,6 @@ __all__ = [
     "MaxHold",
 ]
 
-_CODE_NAMES = {
-    0: "DLOCK_OK",
-    1: "DLOCK_BUSY",
-    -1: "DLOCK_E_INVALID",
-    -2: "DLOCK_E_CONNECT",
-    -3: "DLOCK_E_LOST",
-    -4: "DLOCK_E_READONLY",
-    -5: "DLOCK_E_UNSUPPORTED",
-    -6: "DLOCK_E_DB",
-    -7: "DLOCK_E_STATE",
-    -8: "DLOCK_E_FORKED",
-    -9: "DLOCK_E_POOL",
-    -10: "DLOCK_E_UNKNOWN",
-    -11: "DLOCK_E_INTERNAL",
-    -12: "DLOCK_E_TIMEOUT",
-    -13: "DLOCK_E_CANCELLED",
-    -14: "DLOCK_E_MAX_HOLD",
-}
-
 
 class Error(Exception):
     """Base class of every dlock error."""
@@ -64,7 +47,7 @@ class Error(Exception):
 
     @property
     def code_name(self) -> str:
-        return _CODE_NAMES.get(self.code, "DLOCK_UNKNOWN_CODE")
+        return _core.code_name(self.code)  # the core's table: one name per code
 
     def __str__(self) -> str:
         return self.message
@@ -159,6 +142,9 @@ class MaxHold(Error):
     default_code = -14
 
 
+# Which class stands for which code. The codes themselves (values, names) are
+# the core's (dlock._core.codes()); tests/python/test_errors_table.py checks
+# that this map covers exactly those codes and that each class names its code.
 _BY_CODE: Dict[int, Type[Error]] = {
     1: LockTimeout,
     -1: InvalidArgument,

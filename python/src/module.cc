@@ -30,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "dlock/core.hpp"
@@ -416,6 +417,13 @@ PYBIND11_MODULE(_core, m) {
         "The core library's version, e.g. '1.0.0'.");
   m.def("code_name", [](int code) { return std::string(dlock::CodeName(code)); },
         "Stable name of a dlock_code, e.g. 'DLOCK_E_LOST'.");
+  m.def("codes", [] {
+    std::vector<std::tuple<int, std::string, std::string>> out;
+    size_t n = 0;
+    const dlock::CodeInfo* codes = dlock::Codes(&n);
+    for (size_t i = 0; i < n; ++i) out.emplace_back(codes[i].value, codes[i].name, codes[i].doc);
+    return out;
+  }, "Every dlock_code as (value, name, doc), from the core's table.");
   m.def("counter_names", [] {
     std::vector<std::string> out;
     for (const char* const* n = dlock::Client::CounterNames(); *n != nullptr; ++n) out.emplace_back(*n);

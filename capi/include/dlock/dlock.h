@@ -48,9 +48,11 @@ extern "C" {
 #define DLOCK_VERSION_MINOR 1
 #define DLOCK_VERSION_PATCH 0
 
-/* Result codes. Positive = a non-error outcome, negative = an error. */
+/* Result codes. Positive = a non-error outcome, negative = an error.
+ * (The core's code table lists the same names, values and comments; a test
+ * checks them.) */
 typedef enum dlock_code {
-  DLOCK_OK = 0,
+  DLOCK_OK = 0,              /* success */
   DLOCK_BUSY = 1,            /* not acquired: someone else holds it (try) */
   DLOCK_E_INVALID = -1,      /* bad argument: NULL, bad key, bad ttl, bad URL */
   DLOCK_E_CONNECT = -2,      /* cannot connect or authenticate */
@@ -105,54 +107,61 @@ typedef struct dlock_config dlock_config;
 DLOCK_EXPORT int dlock_config_new(dlock_config **out, dlock_error *err);
 DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
 /* Sets key to value (both copied). Unknown keys and values that do not parse
- * give DLOCK_E_INVALID at once, naming the key. Keys:
+ * give DLOCK_E_INVALID at once, naming the key. Keys (each starts with its
+ * line in the core's option table; a test checks this list against it):
  *   client (dlock_client_open; they override the URL's query parameters):
+ *     socket          Unix socket path, instead of the URL's host and port
  *     pool            max lock connections (1..1024, default 8)
- *     connect_timeout seconds (1..3600, default 5)
- *     read_timeout    seconds (1..86400, default 30)
+ *     connect_timeout connect timeout in seconds (1..3600, default 5)
+ *     read_timeout    read timeout in seconds (1..86400, default 30)
  *     table           lease table name (default distributed_lock)
  *     row_table       row-lock table name (default fixed_lock)
- *     ssl_mode        disable|require|verify (default disable). require:
- *                     every connection is encrypted or refused
- *                     (DLOCK_E_CONNECT, also when the server offers no
- *                     TLS); the server's identity is not checked, except
- *                     that with ssl_ca set its certificate must chain to
- *                     that CA. verify: as require, and the certificate must
- *                     chain to ssl_ca (or, without ssl_ca, to the system's
- *                     CAs) and name the URL's host (DNS name or IP address)
+ *     ssl_mode        TLS on every connection: disable|require|verify
+ *                     (default disable). require: every connection is
+ *                     encrypted or refused (DLOCK_E_CONNECT, also when the
+ *                     server offers no TLS); the server's identity is not
+ *                     checked, except that with ssl_ca set its certificate
+ *                     must chain to that CA. verify: as require, and the
+ *                     certificate must chain to ssl_ca (or, without ssl_ca,
+ *                     to the system's CAs) and name the URL's host (DNS name
+ *                     or IP address)
  *     ssl_ca          CA file (PEM) to check the server's certificate with
  *     cleanup_interval_ms  run dlock_client_cleanup this often on a thread of
- *                     the client's (0 = never, the default); one client at a
- *                     time across the fleet actually cleans
+ *                     the client's; 0 = never (0..2592000000, default 0);
+ *                     one client at a time across the fleet actually cleans
  *     cleanup_grace_ms  delete leases expired longer ago than this
- *                     (default 3600000)
- *     cleanup_batch   rows per cleanup transaction (default 1000)
- *     events          event queue capacity; the oldest are dropped (1024)
+ *                     (0..2592000000, default 3600000)
+ *     cleanup_batch   rows per cleanup transaction (1..100000, default 1000)
+ *     events          event queue capacity; the oldest are dropped
+ *                     (0..1000000, default 1024)
  *   lock (dlock_open; set on a client config they become its defaults):
- *     mode            lease|row (default lease)
+ *     mode            lease lock or row lock: lease|row (default lease)
  *     ttl_ms          lease length, 1..2592000000 (30 days), default 30000
- *     auto_renew      0|1: the client's watchdog renews the lease every
- *                     ttl/3 until release (default 0)
+ *     auto_renew      the client's watchdog renews the lease every ttl/3
+ *                     until release: 0|1 (default 0)
  *     max_hold_ms     circuit breaker: no renewal (automatic or manual) past
- *                     this time since acquisition; 0 = none (default 300000)
- *     reentrant       0|1: the same holder taking it again counts up
- *                     (default 1); released when the count returns to zero
- *     holder          thread|lock: who "the same holder" is (default thread:
+ *                     this time since acquisition; 0 = none (0..2592000000,
+ *                     default 300000)
+ *     reentrant       the same holder taking it again counts up; released
+ *                     when the count returns to zero: 0|1 (default 1)
+ *     holder          who "the same holder" is: thread|lock (default thread:
  *                     the thread that acquired, through any lock object of
  *                     the client for that key and options, see dlock_try;
  *                     lock: the lock object, for languages without stable
  *                     threads, e.g. Go)
- *     shards          row locks: map the key onto one of N rows
+ *     shards          row locks: map the key onto one of N rows (0 = off)
  *                     ("<shard_group>:1".."<shard_group>:N"); exclusion is
- *                     then per shard, not per key (default 0 = off)
- *     shard_group     name prefix of the shard rows (default dlock-shard)
- *     transaction     0|1: lease locks: every acquisition also opens the
- *                     lock's transaction, as if dlock_begin followed; if
- *                     that fails the lease is released and the error
- *                     returned (default 0; since 1.1)
- *     wakeup          auto|poll: waiters are woken by the releasing holder
- *                     through a server-side GET_LOCK name (auto; never used
- *                     on Galera) or only poll (default auto)
+ *                     then per shard, not per key (0..65536, default 0)
+ *     shard_group     name prefix of the shard rows (1..504 bytes, default
+ *                     dlock-shard)
+ *     transaction     lease locks: every acquisition also opens the lock's
+ *                     transaction, as if dlock_begin followed; if that fails
+ *                     the lease is released and the error returned: 0|1
+ *                     (default 0; since 1.1)
+ *     wakeup          how waiters learn of a release: auto|poll (default
+ *                     auto: the releasing holder wakes them through a
+ *                     server-side GET_LOCK name, never used on Galera; poll:
+ *                     they only poll)
  */
 DLOCK_EXPORT int dlock_config_set(dlock_config *cfg, const char *key,
                                   const char *value, dlock_error *err);
@@ -411,11 +420,26 @@ typedef struct dlock_event {
 DLOCK_EXPORT int dlock_client_next_event(dlock_client *client, dlock_event *out,
                                          int64_t wait_ms, dlock_error *err);
 
-/* Reads a counter by name; DLOCK_E_INVALID for an unknown name. Names:
- * acquisitions, reentries, busy, wait_ms, releases, renewals, renew_ticks,
- * renew_statements, lost, max_hold_trips, cleanup_runs, cleanup_deleted,
- * table_rows, events_dropped, statements (every statement sent to the
- * server), pool_open. Any thread. */
+/* Reads a counter by name; DLOCK_E_INVALID for an unknown name. Any thread.
+ * Counters (one line each from the core's counter table; a test checks this
+ * list against it):
+ *   acquisitions      successful dlock_try (first hold, not reentrant)
+ *   reentries         reentrant dlock_try on a held lock
+ *   busy              dlock_try that returned DLOCK_BUSY
+ *   wait_ms           total time spent inside dlock_try
+ *   releases          successful releases
+ *   renewals          leases extended (manual and watchdog)
+ *   renew_ticks       watchdog ticks that renewed something
+ *   renew_statements  statements the watchdog executed
+ *   lost              held locks lost (expired, taken, connection died)
+ *   max_hold_trips    leases whose renewal max_hold_ms stopped
+ *   cleanup_runs      cleanup passes
+ *   cleanup_deleted   expired leases cleanup deleted
+ *   table_rows        rows in the lease table at the last cleanup
+ *   events_dropped    events dropped (queue full, or events=0)
+ *   statements        every statement sent to the server
+ *   pool_open         lock connections open now, in use or idle
+ */
 DLOCK_EXPORT int dlock_client_counter(const dlock_client *client, const char *name,
                                       uint64_t *out, dlock_error *err);
 /* NULL-terminated array of the counter names. Static. */

@@ -3,34 +3,35 @@
 #ifndef DLOCK_CORE_HPP_
 #define DLOCK_CORE_HPP_
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "dlock/code_table.h"
+
 namespace dlock {
 
-// Values are part of the C ABI (dlock_code); never renumber.
+// Values are part of the C ABI (dlock_code); never renumber. One row per
+// code in dlock/code_table.h.
 enum class Code : int {
-  kOk = 0,
-  kBusy = 1,
-  kInvalid = -1,
-  kConnect = -2,
-  kLost = -3,
-  kReadOnly = -4,
-  kUnsupported = -5,
-  kDb = -6,
-  kState = -7,
-  kForked = -8,
-  kPool = -9,
-  kUnknown = -10,
-  kInternal = -11,
-  kTimeout = -12,
-  kCancelled = -13,
-  kMaxHold = -14,
+#define DLOCK_CODE_ENUMERATOR(enumerator, value, c_name, doc) enumerator = value,
+  DLOCK_CODES(DLOCK_CODE_ENUMERATOR)
+#undef DLOCK_CODE_ENUMERATOR
 };
 
+// One code of the table, for bindings that list them (Python's code map).
+struct CodeInfo {
+  int value;
+  const char* name;  // "DLOCK_E_LOST"
+  const char* doc;
+};
+// Every code, in the table's order; *count gets their number.
+const CodeInfo* Codes(size_t* count);
+
+// "DLOCK_E_LOST"; "DLOCK_UNKNOWN_CODE" for a value not in the table.
 const char* CodeName(int code);
 
 class [[nodiscard]] Status {
