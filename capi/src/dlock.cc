@@ -298,6 +298,11 @@ int dlock_client_cleanup(dlock_client* client, uint64_t* out_deleted, dlock_erro
   });
 }
 
+int dlock_client_init_schema(dlock_client* client, dlock_error* err) {
+  if (client == nullptr) return Null(err, "client");
+  return Guard(err, [&] { return Report(client->client->EnsureSchema(), err); });
+}
+
 int dlock_state(const dlock_lock* lock) {
   if (lock == nullptr) return DLOCK_STATE_IDLE;
   return static_cast<int>(lock->lock->state());
