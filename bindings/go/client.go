@@ -86,6 +86,22 @@ func (c *Client) Counter(name string) (uint64, error) {
 	return v, e.err(e.p.GetCode())
 }
 
+// InitSchema creates the lock tables that are missing and checks the
+// columns of those that exist, as Open does, on one of the client's own
+// connections: for after the tables were dropped, or a setup step. A table of
+// that name whose columns are not dlock's is ErrDB, naming table and column.
+// Needs libdlock 1.2.
+func (c *Client) InitSchema() error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.h == nil {
+		return errorf(codeState, "the client is closed")
+	}
+	e := newCerr()
+	defer e.free()
+	return e.err(dlockc.Dlock_client_init_schema(c.h, e.p))
+}
+
 // NewLock creates a lock object for key (1..512 bytes, no NUL) without
 // acquiring it. Go locks are always held by the lock object (holder=lock):
 // any goroutine may release what another acquired, and a second TryLock on

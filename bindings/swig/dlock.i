@@ -102,6 +102,9 @@ static uint64_t dlockswig_client_cleanup(dlock_client *client, dlock_error *err)
 %rename("%s") dlock_try_from;
 %rename("%s") dlock_rollback_as;
 %rename("%s") dlock_hold_count_as;
+/* 1.2: the lock tables again on an open client (after a DROP, or a setup
+ * step) instead of a throwaway second client. */
+%rename("%s") dlock_client_init_schema;
 /* Not exposed (yet): dlock_exec (an array of C strings: needs a per-language
  * typemap), dlock_key (the binding knows its key), dlock_counter_names.
  * The raw out-parameter forms are replaced by the shims above:

@@ -134,11 +134,10 @@ int dlock_client_open(dlock_client** out, const char* url, const dlock_config* c
   });
 }
 
+// No try/catch around delete: destructors are noexcept, so nothing can
+// escape (an exception inside one would call std::terminate anyway).
 void dlock_client_close(dlock_client* client) {
-  try {
-    delete client;  // locks still open keep the core client alive until closed
-  } catch (...) {
-  }
+  delete client;  // locks still open keep the core client alive until closed
 }
 
 int dlock_open(dlock_lock** out, dlock_client* client, const char* key, size_t key_len,
@@ -156,12 +155,7 @@ int dlock_open(dlock_lock** out, dlock_client* client, const char* key, size_t k
   });
 }
 
-void dlock_close(dlock_lock* lock) {
-  try {
-    delete lock;
-  } catch (...) {
-  }
-}
+void dlock_close(dlock_lock* lock) { delete lock; }  // noexcept, as dlock_client_close
 
 int dlock_try(dlock_lock* lock, int64_t wait_ms, dlock_error* err) {
   if (lock == nullptr) return Null(err, "lock");
@@ -293,6 +287,11 @@ int dlock_client_cleanup(dlock_client* client, uint64_t* out_deleted, dlock_erro
     if (out_deleted != nullptr) *out_deleted = deleted;
     return Report(s, err);
   });
+}
+
+int dlock_client_init_schema(dlock_client* client, dlock_error* err) {
+  if (client == nullptr) return Null(err, "client");
+  return Guard(err, [&] { return Report(client->client->EnsureSchema(), err); });
 }
 
 int dlock_state(const dlock_lock* lock) {

@@ -81,6 +81,12 @@ Status Client::Cleanup(uint64_t* deleted) {
   return impl_->Cleanup(deleted, &ran);
 }
 
+Status Client::EnsureSchema() {
+  if (getpid() != impl_->pid())
+    return Status(Code::kForked, "client was created in another process (fork)");
+  return impl_->EnsureSchema();
+}
+
 Lock::Lock(std::shared_ptr<LockImpl> impl) : impl_(std::move(impl)), me_(new LockCaller) {}
 
 Lock::~Lock() {

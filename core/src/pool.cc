@@ -21,17 +21,17 @@ void PooledConn::Reset() {
 }
 
 Pool::~Pool() {
-  std::lock_guard<std::mutex> g(mu_);
+  MutexLock g(mu_);
   idle_.clear();
 }
 
 int Pool::open_count() const {
-  std::lock_guard<std::mutex> g(mu_);
+  MutexLock g(mu_);
   return open_;
 }
 
 Status Pool::Get(Clock::time_point deadline, PooledConn* out, const std::function<bool()>& stop) {
-  std::unique_lock<std::mutex> g(mu_);
+  RelockableMutexLock g(mu_);
   for (;;) {
     while (!idle_.empty()) {
       std::unique_ptr<Conn> c = std::move(idle_.back());
@@ -45,7 +45,7 @@ Status Pool::Get(Clock::time_point deadline, PooledConn* out, const std::functio
     }
     if (open_ < opts_.pool) {
       ++open_;
-      g.unlock();
+      g.Unlock();
       std::unique_ptr<Conn> c;
       Status s = Conn::Connect(opts_, &c);
       if (s.ok()) c->set_counter(&sent_);
@@ -56,7 +56,7 @@ Status Pool::Get(Clock::time_point deadline, PooledConn* out, const std::functio
         c.reset();
       }
       if (!s.ok()) {
-        g.lock();
+        g.Lock();
         --open_;
         cv_.notify_one();
         return s;
@@ -67,7 +67,7 @@ Status Pool::Get(Clock::time_point deadline, PooledConn* out, const std::functio
     if (stop && stop()) return Status(Code::kCancelled, "cancelled while waiting for a lock connection");
     // Sliced, so that stop() is seen without anyone notifying.
     auto until = stop ? std::min(deadline, Clock::now() + std::chrono::milliseconds(50)) : deadline;
-    if (cv_.wait_until(g, until) == std::cv_status::timeout && Clock::now() >= deadline &&
+    if (cv_.wait_until(mu_, until) == std::cv_status::timeout && Clock::now() >= deadline &&
         idle_.empty() && open_ >= opts_.pool) {
       return Status(Code::kPool, "all " + std::to_string(opts_.pool) +
                                      " lock connections are busy (raise pool= or wait longer)");
@@ -76,7 +76,7 @@ Status Pool::Get(Clock::time_point deadline, PooledConn* out, const std::functio
 }
 
 void Pool::Put(std::unique_ptr<Conn> c) {
-  std::lock_guard<std::mutex> g(mu_);
+  MutexLock g(mu_);
   if (c->broken()) {
     --open_;
     c.reset();

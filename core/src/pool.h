@@ -8,11 +8,11 @@
 #include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "conn.h"
 #include "options.h"
+#include "thread_annotations.h"
 
 namespace dlock {
 
@@ -54,22 +54,22 @@ class Pool {
   // stop (may be empty) is polled while waiting: true ends the wait with
   // kCancelled.
   Status Get(Clock::time_point deadline, PooledConn* out,
-             const std::function<bool()>& stop = nullptr);
+             const std::function<bool()>& stop = nullptr) EXCLUDES(mu_);
   // A broken connection is closed, and so is every idle one: they lead to
   // the same server, which has just failed one of them (restarted, frozen,
   // unreachable), and trying each in turn would cost a timeout apiece.
-  void Put(std::unique_ptr<Conn> c);
-  int open_count() const;
+  void Put(std::unique_ptr<Conn> c) EXCLUDES(mu_);
+  int open_count() const EXCLUDES(mu_);
   // Connections outside the pool (the watchdog's) count here too.
   std::atomic<uint64_t>* sent_counter() { return &sent_; }
   const ClientOptions& options() const { return opts_; }
 
  private:
-  ClientOptions opts_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<Conn>> idle_;
-  int open_ = 0;
+  const ClientOptions opts_;
+  mutable Mutex mu_;
+  std::condition_variable_any cv_;  // waits on mu_: a connection came back or a slot freed
+  std::vector<std::unique_ptr<Conn>> idle_ GUARDED_BY(mu_);
+  int open_ GUARDED_BY(mu_) = 0;  // idle, lent out, or being connected
   std::atomic<uint64_t> sent_{0};
 };
 

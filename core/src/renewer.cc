@@ -39,10 +39,12 @@ std::string Placeholders(size_t n) {
 
 Renewer::~Renewer() {
   {
-    std::lock_guard<std::mutex> g(mu_);
+    MutexLock g(mu_);
     stop_ = true;
     cv_.notify_all();
   }
+  // No Add() can run any more (the client is going away), so thread_ is
+  // read without mu_; the thread itself never touches thread_.
   if (thread_.joinable()) {
     if (getpid() == client_->pid()) thread_.join();
     else thread_.detach();  // forked child: the thread stayed in the parent
@@ -52,7 +54,7 @@ Renewer::~Renewer() {
 void Renewer::Add(LockImpl* lock, const std::string& key, const std::string& owner,
                   int64_t ttl_ms, int64_t max_hold_ms, Clock::time_point acquired_at,
                   Clock::time_point deadline) {
-  std::lock_guard<std::mutex> g(mu_);
+  MutexLock g(mu_);
   Entry& e = entries_[lock];
   e = Entry{};
   e.key = key;
@@ -67,12 +69,12 @@ void Renewer::Add(LockImpl* lock, const std::string& key, const std::string& own
 }
 
 void Renewer::Remove(LockImpl* lock) {
-  std::lock_guard<std::mutex> g(mu_);
+  MutexLock g(mu_);
   entries_.erase(lock);
 }
 
 void Renewer::Renewed(LockImpl* lock, Clock::time_point sent, Clock::time_point deadline) {
-  std::lock_guard<std::mutex> g(mu_);
+  MutexLock g(mu_);
   auto it = entries_.find(lock);
   if (it == entries_.end()) return;
   it->second.last_sent = sent;
@@ -147,7 +149,7 @@ Status Renewer::RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock
 
 void Renewer::Run() {
   mysql_thread_init();
-  std::unique_lock<std::mutex> g(mu_);
+  RelockableMutexLock g(mu_);
   while (!stop_) {
     const auto now = Clock::now();
     auto next = now + std::chrono::hours(1);
@@ -198,7 +200,7 @@ void Renewer::Run() {
       entries_.erase(x.first);
     }
     if (batches.empty()) {
-      if (expired.empty()) cv_.wait_until(g, next);
+      if (expired.empty()) cv_.wait_until(mu_, next);
       continue;
     }
     client_->counters().renew_ticks.fetch_add(1);
@@ -206,9 +208,9 @@ void Renewer::Run() {
       const int64_t ttl = kv.first;
       std::vector<Outcome> outcomes;
       Clock::time_point sent;
-      g.unlock();  // no lock held during I/O: Remove() and Add() stay quick
+      g.Unlock();  // no lock held during I/O: Remove() and Add() stay quick
       Status s = RenewBatch(ttl, kv.second, &sent, &outcomes);
-      g.lock();
+      g.Lock();
       for (size_t i = 0; i < kv.second.size(); ++i) {
         const Item& it = kv.second[i];
         auto e = entries_.find(it.lock);
@@ -239,7 +241,7 @@ void Renewer::Run() {
       }
     }
   }
-  g.unlock();
+  g.Unlock();
   conn_.reset();
   mysql_thread_end();
 }

@@ -6,13 +6,13 @@
 #include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "conn.h"
 #include "pool.h"
+#include "thread_annotations.h"
 
 namespace dlock {
 
@@ -26,11 +26,12 @@ class Renewer {
 
   // Starts renewing lock's lease. acquired_at starts the max-hold clock.
   void Add(LockImpl* lock, const std::string& key, const std::string& owner, int64_t ttl_ms,
-           int64_t max_hold_ms, Clock::time_point acquired_at, Clock::time_point deadline);
+           int64_t max_hold_ms, Clock::time_point acquired_at, Clock::time_point deadline)
+      EXCLUDES(mu_);
   // After it returns, the renewer never touches lock again.
-  void Remove(LockImpl* lock);
+  void Remove(LockImpl* lock) EXCLUDES(mu_);
   // A manual renew succeeded: the next tick can wait.
-  void Renewed(LockImpl* lock, Clock::time_point sent, Clock::time_point deadline);
+  void Renewed(LockImpl* lock, Clock::time_point sent, Clock::time_point deadline) EXCLUDES(mu_);
 
  private:
   struct Entry {
@@ -47,20 +48,23 @@ class Renewer {
   };
   enum class Outcome { kRenewed, kLost, kError };
 
-  void Run();
+  void Run() EXCLUDES(mu_);
   // Renews items (all with the same ttl) in as few statements as possible.
-  // Fills outcomes[i]; returns the status of the failure, if any.
+  // Fills outcomes[i]; returns the status of the failure, if any. Runs on
+  // the renewer's thread without mu_: I/O never blocks Add() and Remove().
   Status RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
-                    std::vector<Outcome>* outcomes);
-  Status EnsureConn();
+                    std::vector<Outcome>* outcomes) EXCLUDES(mu_);
+  Status EnsureConn() EXCLUDES(mu_);
 
-  ClientImpl* client_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<LockImpl*, Entry> entries_;
-  bool stop_ = false;
-  std::thread thread_;
-  std::unique_ptr<Conn> conn_;  // the renewer's own: never starved by the pool
+  ClientImpl* const client_;
+  Mutex mu_;
+  std::condition_variable_any cv_;  // waits on mu_: entries changed, or stop
+  std::map<LockImpl*, Entry> entries_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::thread thread_ GUARDED_BY(mu_);  // started by the first Add()
+  // The renewer's own connection, never starved by the pool. Touched only by
+  // the renewer's thread (Run and what it calls), so no mutex.
+  std::unique_ptr<Conn> conn_;
 };
 
 }  // namespace dlock

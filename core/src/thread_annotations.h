@@ -45,6 +45,32 @@ class SCOPED_CAPABILITY MutexLock {
   Mutex& mu_;
 };
 
+// A MutexLock that can let go of the mutex for a while (a connect, a
+// statement) and take it back; the destructor releases it only if held.
+// The analysis follows Unlock()/Lock(): a guarded field touched in between
+// is a finding.
+class SCOPED_CAPABILITY RelockableMutexLock {
+ public:
+  explicit RelockableMutexLock(Mutex& mu) ACQUIRE(mu) : mu_(mu) { mu_.lock(); }
+  ~RelockableMutexLock() RELEASE() {
+    if (held_) mu_.unlock();
+  }
+  void Unlock() RELEASE() {
+    mu_.unlock();
+    held_ = false;
+  }
+  void Lock() ACQUIRE() {
+    mu_.lock();
+    held_ = true;
+  }
+  RelockableMutexLock(const RelockableMutexLock&) = delete;
+  RelockableMutexLock& operator=(const RelockableMutexLock&) = delete;
+
+ private:
+  Mutex& mu_;
+  bool held_ = true;
+};
+
 }  // namespace dlock
 
 #endif  // DLOCK_CORE_THREAD_ANNOTATIONS_H_

@@ -11,7 +11,7 @@ constexpr auto kSlice = std::chrono::milliseconds(50);
 }  // namespace
 
 uint64_t WaitQueues::Join(const std::string& key) {
-  std::lock_guard<std::mutex> g(mu_);
+  MutexLock g(mu_);
   Queue& q = queues_[key];
   uint64_t t = q.next_ticket++;
   q.tickets.push_back(t);
@@ -19,7 +19,7 @@ uint64_t WaitQueues::Join(const std::string& key) {
 }
 
 void WaitQueues::Leave(const std::string& key, uint64_t ticket) {
-  std::lock_guard<std::mutex> g(mu_);
+  MutexLock g(mu_);
   auto it = queues_.find(key);
   if (it == queues_.end()) return;
   Queue& q = it->second;
@@ -33,37 +33,37 @@ void WaitQueues::Leave(const std::string& key, uint64_t ticket) {
 
 bool WaitQueues::WaitHead(const std::string& key, uint64_t ticket, Clock::time_point deadline,
                           const std::function<bool()>& stop) {
-  std::unique_lock<std::mutex> g(mu_);
+  MutexLock g(mu_);
   for (;;) {
     Queue& q = queues_[key];
     if (!q.tickets.empty() && q.tickets.front() == ticket) return true;
     if (stop()) return false;
     auto now = Clock::now();
     if (now >= deadline) return false;
-    q.cv.wait_until(g, std::min(deadline, now + kSlice));
+    q.cv.wait_until(mu_, std::min(deadline, now + kSlice));
   }
 }
 
 uint64_t WaitQueues::Releases(const std::string& key) {
-  std::lock_guard<std::mutex> g(mu_);
+  MutexLock g(mu_);
   auto it = queues_.find(key);
   return it == queues_.end() ? 0 : it->second.releases;
 }
 
 void WaitQueues::Sleep(const std::string& key, uint64_t seen, Clock::time_point until,
                        const std::function<bool()>& stop) {
-  std::unique_lock<std::mutex> g(mu_);
+  MutexLock g(mu_);
   Queue& q = queues_[key];
   for (;;) {
     if (q.releases != seen || stop()) return;
     auto now = Clock::now();
     if (now >= until) return;
-    q.cv.wait_until(g, std::min(until, now + kSlice));
+    q.cv.wait_until(mu_, std::min(until, now + kSlice));
   }
 }
 
 void WaitQueues::Notify(const std::string& key) {
-  std::lock_guard<std::mutex> g(mu_);
+  MutexLock g(mu_);
   auto it = queues_.find(key);
   if (it == queues_.end()) return;
   ++it->second.releases;
@@ -88,18 +88,18 @@ WaitQueues::HintEntry& WaitQueues::TouchLocked(const std::string& key) {
 }
 
 void WaitQueues::NoteBusy(const std::string& key, int64_t remaining_us) {
-  std::lock_guard<std::mutex> g(mu_);
+  MutexLock g(mu_);
   HintEntry& e = TouchLocked(key);
   e.hint.expiry_estimate = e.noted + std::chrono::microseconds(remaining_us);
 }
 
 void WaitQueues::NoteContended(const std::string& key) {
-  std::lock_guard<std::mutex> g(mu_);
+  MutexLock g(mu_);
   TouchLocked(key).hint.expiry_estimate = Clock::time_point{};  // a new holder: unknown
 }
 
 WaitQueues::Hint WaitQueues::GetHint(const std::string& key) {
-  std::lock_guard<std::mutex> g(mu_);
+  MutexLock g(mu_);
   Hint h;
   auto it = hints_.find(key);
   if (it != hints_.end() && Clock::now() - it->second.noted <= kHintLife) h = it->second.hint;

@@ -10,9 +10,10 @@
 #include <deque>
 #include <functional>
 #include <list>
-#include <mutex>
 #include <string>
 #include <unordered_map>
+
+#include "thread_annotations.h"
 
 namespace dlock {
 
@@ -26,46 +27,48 @@ class WaitQueues {
     Clock::time_point expiry_estimate{};    // when the holder's lease ends, by the DB
   };
 
-  uint64_t Join(const std::string& key);
-  void Leave(const std::string& key, uint64_t ticket);
+  uint64_t Join(const std::string& key) EXCLUDES(mu_);
+  void Leave(const std::string& key, uint64_t ticket) EXCLUDES(mu_);
   // Waits until ticket heads the key's queue (true), or until deadline or
   // stop() turns true (false).
   bool WaitHead(const std::string& key, uint64_t ticket, Clock::time_point deadline,
-                const std::function<bool()>& stop);
+                const std::function<bool()>& stop) EXCLUDES(mu_);
   // Local releases of key so far; pass it to Sleep to not miss one that
   // happens between reading it and sleeping.
-  uint64_t Releases(const std::string& key);
+  uint64_t Releases(const std::string& key) EXCLUDES(mu_);
   // The head sleeps until `until`, a local release after `seen`, or stop().
   void Sleep(const std::string& key, uint64_t seen, Clock::time_point until,
-             const std::function<bool()>& stop);
+             const std::function<bool()>& stop) EXCLUDES(mu_);
   // A local holder released key: wake its waiters.
-  void Notify(const std::string& key);
+  void Notify(const std::string& key) EXCLUDES(mu_);
 
-  void NoteBusy(const std::string& key, int64_t remaining_us);
+  void NoteBusy(const std::string& key, int64_t remaining_us) EXCLUDES(mu_);
   // We waited for key and won it: keep it marked contended (expiry unknown).
-  void NoteContended(const std::string& key);
-  Hint GetHint(const std::string& key);
+  void NoteContended(const std::string& key) EXCLUDES(mu_);
+  Hint GetHint(const std::string& key) EXCLUDES(mu_);
 
  private:
+  // A Queue lives in queues_ and is touched only with mu_ held (its fields
+  // are reached through queues_, which the analysis checks).
   struct Queue {
     uint64_t next_ticket = 0;
     std::deque<uint64_t> tickets;
     uint64_t releases = 0;
-    std::condition_variable cv;
+    std::condition_variable_any cv;  // waits on mu_
   };
   struct HintEntry {
     Hint hint;
     Clock::time_point noted;
     std::list<std::string>::iterator lru;
   };
-  HintEntry& TouchLocked(const std::string& key);
+  HintEntry& TouchLocked(const std::string& key) REQUIRES(mu_);
   static constexpr size_t kMaxHints = 4096;
   static constexpr std::chrono::milliseconds kHintLife{2000};
 
-  std::mutex mu_;
-  std::unordered_map<std::string, Queue> queues_;
-  std::unordered_map<std::string, HintEntry> hints_;
-  std::list<std::string> lru_;
+  Mutex mu_;
+  std::unordered_map<std::string, Queue> queues_ GUARDED_BY(mu_);
+  std::unordered_map<std::string, HintEntry> hints_ GUARDED_BY(mu_);
+  std::list<std::string> lru_ GUARDED_BY(mu_);  // hints_' keys, most recent first
 };
 
 }  // namespace dlock

@@ -117,7 +117,7 @@ class Client:
             raise TypeError(f"url must be a str (mysql://user@host:port/database), not {type(url).__name__}")
         _convert.check_conflicts(options)
         self._options = _convert.options(options)
-        self._url = _convert.normalize_url(url)  # kept for init(); never shown (repr is redacted)
+        self._url = _convert.normalize_url(url)  # kept for a forked child; never shown (repr is redacted)
         self._where = _convert.redact(self._url)
         self._mu = threading.Lock()
         self._pid = os.getpid()
@@ -181,12 +181,14 @@ class Client:
         )
 
     def init(self) -> None:
-        """Makes sure the lock tables exist (creating them if missing).
+        """Makes sure the lock tables exist (creating them if missing) and
+        checks the columns of those that do, on one of this client's own
+        connections (the GIL is released meanwhile).
 
         Opening a client already does this; call it again after the tables
-        were dropped, or from a setup script."""
-        self._c()
-        _core.Client(self._url, self._options)
+        were dropped, or from a setup script. A table of that name that is
+        not dlock's raises ``dlock.DatabaseError`` naming it."""
+        self._c().init_schema()
 
     def log_events(self) -> None:
         """Sends this client's events to the ``dlock`` logger from now on:

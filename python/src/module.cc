@@ -295,6 +295,10 @@ class PyClient {
     return deleted;
   }
 
+  void InitSchema() {
+    Check(Nogil([&] { return client_->EnsureSchema(); }));
+  }
+
  private:
   std::shared_ptr<dlock::Client> client_;
 };
@@ -436,7 +440,8 @@ PYBIND11_MODULE(_core, m) {
       .def("next_event", &PyClient::NextEvent, py::arg("timeout_ms"))
       .def("counters", &PyClient::Counters)
       .def("counter", &PyClient::Counter, py::arg("name"))
-      .def("cleanup", &PyClient::Cleanup);
+      .def("cleanup", &PyClient::Cleanup)
+      .def("init_schema", &PyClient::InitSchema);
 
   py::class_<PyLock>(m, "Lock")
       .def(py::init<const PyClient&, const std::string&, const std::map<std::string, std::string>&>(),

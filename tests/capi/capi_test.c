@@ -1452,25 +1452,29 @@ static int cancel_until_done(struct bg *b, int64_t limit_ms) {
 
 /* ---- the business table ------------------------------------------------ */
 
-static void create_biz_table(dlock_client *client) {
+/* DDL on an admin connection: a row lock's transaction, in a lock round of
+ * its own. dlock_exec refuses DDL (it commits implicitly, ending the lock's
+ * transaction); hidden in an executable comment (slash-star-bang) it passes the
+ * keyword check, and the server's in-transaction flag then reports the row
+ * lock as lost. */
+static void admin_ddl(dlock_client *client, const char *ddl) {
   dlock_error err;
   char k[128];
-  dlock_lock *r = open_lock(client, key(k, sizeof k, "biz-ddl"), DLOCK_MODE_ROW, NULL);
-  /* In a lock round of its own. dlock_exec refuses DDL (it commits
-   * implicitly, ending the lock's transaction); hidden in an executable
-   * comment it passes the keyword check, and the server's in-transaction
-   * flag then reports the row lock as lost. */
+  dlock_lock *r = open_lock(client, key(k, sizeof k, "admin-ddl"), DLOCK_MODE_ROW, NULL);
   if (r != NULL && EXPECT(dlock_try(r, 5000, E), DLOCK_OK)) {
-    int rc = dlock_exec(r,
-                        "/*!CREATE TABLE IF NOT EXISTS capi_biz (k VARCHAR(200) NOT NULL PRIMARY KEY, "
-                        "v VARCHAR(200) NULL) ENGINE=InnoDB */",
-                        NULL, 0, NULL, E);
-    CHECK(rc == DLOCK_E_LOST || rc == DLOCK_OK, "CREATE TABLE returned %s: %s", dlock_code_name(rc),
+    int rc = dlock_exec(r, ddl, NULL, 0, NULL, E);
+    CHECK(rc == DLOCK_E_LOST || rc == DLOCK_OK, "%s returned %s: %s", ddl, dlock_code_name(rc),
           msg_of(&err));
     rc = dlock_release(r, E);
     CHECK(rc == DLOCK_E_LOST || rc == DLOCK_OK, "release returned %s", dlock_code_name(rc));
   }
   dlock_close(r);
+}
+
+static void create_biz_table(dlock_client *client) {
+  admin_ddl(client,
+            "/*!CREATE TABLE IF NOT EXISTS capi_biz (k VARCHAR(200) NOT NULL PRIMARY KEY, "
+            "v VARCHAR(200) NULL) ENGINE=InnoDB */");
 }
 
 /* Rows of capi_biz with this k (and v, unless v is NULL), counted by a
@@ -2227,6 +2231,73 @@ static void test_cleanup(void) {
   dlock_client_close(j);
 }
 
+/* ---- dlock_client_init_schema: the tables again, on an open client ------- */
+
+/* A client of its own tables (capi_is_lease, capi_is_lease_fence,
+ * capi_is_row), dropped and made again under it through an admin
+ * connection (g_other, on the default tables). */
+static void test_init_schema(void) {
+  static const char *const drop =
+      "/*!DROP TABLE IF EXISTS capi_is_lease, capi_is_lease_fence, capi_is_row */";
+  dlock_error err;
+  dlock_config *cfg = NULL;
+  dlock_client *c;
+  dlock_lock *lease, *row;
+  char k[128], k2[128];
+  int rc;
+
+  EXPECT(dlock_client_init_schema(NULL, E), DLOCK_E_INVALID);
+  EXPECT_NOERR(dlock_client_init_schema(NULL, NULL), DLOCK_E_INVALID);
+  admin_ddl(g_other, drop); /* a clean start, whatever an earlier run left */
+  if (!EXPECT(dlock_config_new(&cfg, E), DLOCK_OK)) return;
+  EXPECT(dlock_config_set(cfg, "table", "capi_is_lease", E), DLOCK_OK);
+  EXPECT(dlock_config_set(cfg, "row_table", "capi_is_row", E), DLOCK_OK);
+  c = open_client(g_url, cfg); /* creates the three tables */
+  dlock_config_free(cfg);
+  if (c == NULL) return;
+  EXPECT(dlock_client_init_schema(c, E), DLOCK_OK); /* idempotent */
+  lease = open_lock(c, key(k, sizeof k, "init-schema-lease"), NULL, NULL);
+  row = open_lock(c, key(k2, sizeof k2, "init-schema-row"), DLOCK_MODE_ROW, NULL);
+  if (lease != NULL && row != NULL) {
+    /* The row lock's row is known to the client before the drop. */
+    if (EXPECT(dlock_try(row, 0, E), DLOCK_OK)) EXPECT(dlock_release(row, E), DLOCK_OK);
+
+    admin_ddl(g_other, drop);
+    rc = dlock_try(lease, 0, E);
+    CHECK(rc == DLOCK_E_DB && err.server_errno == 1146,
+          "try on a dropped lease table returned %s (server errno %d): %s", dlock_code_name(rc),
+          err.server_errno, msg_of(&err));
+
+    EXPECT(dlock_client_init_schema(c, E), DLOCK_OK);
+    if (EXPECT(dlock_try(lease, 0, E), DLOCK_OK)) {
+      CHECK(dlock_token(lease) >= 1, "token after init_schema: %llu",
+            (unsigned long long)dlock_token(lease));
+      EXPECT(dlock_release(lease, E), DLOCK_OK);
+    }
+    /* The client forgot the row it knew: the row lock creates it again. */
+    if (EXPECT(dlock_try(row, 0, E), DLOCK_OK)) EXPECT(dlock_release(row, E), DLOCK_OK);
+
+    /* A table of that name that is not dlock's: a clear E_DB naming it. */
+    admin_ddl(g_other, "/*!DROP TABLE IF EXISTS capi_is_row */");
+    admin_ddl(g_other,
+              "/*!CREATE TABLE capi_is_row (lock_name INT NOT NULL PRIMARY KEY, "
+              "updated_time DATETIME(6) NULL) ENGINE=InnoDB */");
+    rc = dlock_client_init_schema(c, E);
+    CHECK(rc == DLOCK_E_DB && err.code == DLOCK_E_DB, "init_schema over a foreign table returned %s",
+          dlock_code_name(rc));
+    CHECK(strstr(msg_of(&err), "capi_is_row") != NULL && strstr(msg_of(&err), "lock_name") != NULL &&
+              strstr(msg_of(&err), "varbinary") != NULL,
+          "the message should name the table, the column and what dlock needs: \"%s\"",
+          msg_of(&err));
+    /* The lease tables were fine all along: leases still work. */
+    if (EXPECT(dlock_try(lease, 0, E), DLOCK_OK)) EXPECT(dlock_release(lease, E), DLOCK_OK);
+  }
+  dlock_close(lease);
+  dlock_close(row);
+  dlock_client_close(c);
+  admin_ddl(g_other, drop);
+}
+
 /* ---- fork ---------------------------------------------------------------- */
 
 /* The child tells the parent how far it got ("stage NAME") and its results
@@ -2536,6 +2607,7 @@ int main(void) {
     RUN(test_cancel(client), "cancel");
     RUN(test_wakeup(client), "wakeup");
     RUN(test_shards(client), "shards");
+    RUN(test_init_schema(), "init_schema");
     RUN(test_fork(client), "fork");
     dlock_client_close(client);
   }

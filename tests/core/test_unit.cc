@@ -430,5 +430,5 @@ TEST_CASE("Code names are stable") {
   CHECK(std::string(dlock::CodeName(-10)) == "DLOCK_E_UNKNOWN");
   CHECK(std::string(dlock::CodeName(12345)) == "DLOCK_UNKNOWN_CODE");
   CHECK(static_cast<int>(Code::kLost) == -3);
-  CHECK(std::string(dlock::Version()) == "1.1.0");
+  CHECK(std::string(dlock::Version()) == "1.2.0");
 }

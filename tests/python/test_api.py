@@ -9,7 +9,7 @@ from typing import Callable, List
 import pytest
 
 import dlock
-from dlock_test_util import wait_until
+from dlock_test_util import RUN, wait_until
 
 Sql = Callable[[str], List[List[str]]]
 
@@ -229,6 +229,38 @@ def test_events_counters_cleanup_init(client: dlock.Client, key: str) -> None:
     assert client.next_event(0.05) is None  # drained: waits, then None
     assert isinstance(client.cleanup(), int)
     client.init()
+
+
+def test_init_after_drop_table(db_url: str, sql: Callable[[str], List[List[str]]], key: str) -> None:
+    """init() makes the tables again on the open client (no second client),
+    and a table of that name that is not dlock's is a DatabaseError naming it."""
+    lease, row = f"pyt_init_{RUN}", f"pyt_init_row_{RUN}"
+    drop = f"DROP TABLE IF EXISTS {lease}, {lease}_fence, {row}"
+    c = dlock.connect(db_url, table=lease, row_table=row)
+    try:
+        with c.row_lock(key + ":row"):  # the client now knows this row
+            pass
+        sql(drop)
+        with pytest.raises(dlock.DatabaseError) as gone:
+            c.lock(key, wait=0).acquire()
+        assert gone.value.server_errno == 1146  # no such table
+        sent = c.counters()["statements"]
+        c.init()
+        assert c.counters()["statements"] > sent  # on this client's own connections
+        assert sql(f"SHOW TABLES LIKE '{lease}%'") == [[lease], [f"{lease}_fence"]]
+        assert sql(f"SELECT id, fence_floor FROM {lease}_fence") == [["1", "0"]]
+        with c.lock(key, wait=0) as held:
+            assert held.token >= 1
+        with c.row_lock(key + ":row", wait=0):  # forgotten row: made again
+            pass
+
+        sql(f"DROP TABLE {row}")
+        sql(f"CREATE TABLE {row} (lock_name INT NOT NULL PRIMARY KEY, updated_time DATETIME(6))")
+        with pytest.raises(dlock.DatabaseError, match=f"{row}.*lock_name"):
+            c.init()
+    finally:
+        c.close()
+        sql(drop)
 
 
 def test_connect_options_and_repr(db_url: str, key: str) -> None:

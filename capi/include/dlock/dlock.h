@@ -45,7 +45,7 @@ extern "C" {
 #endif
 
 #define DLOCK_VERSION_MAJOR 1
-#define DLOCK_VERSION_MINOR 1
+#define DLOCK_VERSION_MINOR 2
 #define DLOCK_VERSION_PATCH 0
 
 /* Result codes. Positive = a non-error outcome, negative = an error.
@@ -451,6 +451,20 @@ DLOCK_EXPORT const char *const *dlock_counter_names(void);
  * out_deleted may be NULL. */
 DLOCK_EXPORT int dlock_client_cleanup(dlock_client *client, uint64_t *out_deleted,
                                       dlock_error *err);
+
+/* Creates the lock tables (table, table_fence, row_table) that are missing
+ * and checks the columns of those that exist, as dlock_client_open does: for
+ * a client that stays open while the tables are dropped and made again (a
+ * test's reset, a setup script), without opening a second client.
+ * Idempotent. The client forgets which row-lock rows it has seen, so row
+ * locks re-create theirs. Uses one of the client's lock connections (waits
+ * up to connect_timeout for one). Since 1.2.
+ * Thread safety: any thread, also while locks of the client are in use.
+ * Errors: DLOCK_E_DB when a table exists with columns dlock cannot use (the
+ * message names the table and column) or the user may not create it
+ * (server_errno set); DLOCK_E_CONNECT, DLOCK_E_READONLY, DLOCK_E_POOL as for
+ * any call that needs a connection; DLOCK_E_FORKED in a forked child. */
+DLOCK_EXPORT int dlock_client_init_schema(dlock_client *client, dlock_error *err);
 
 #ifdef __cplusplus
 } /* extern "C" */

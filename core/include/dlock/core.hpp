@@ -111,6 +111,11 @@ class Client {
   // Deletes expired leases (in batches, through the expiry index) if no other
   // client is cleaning right now; *deleted counts the rows removed.
   Status Cleanup(uint64_t* deleted);
+  // Creates the lock tables that are missing and checks the columns of those
+  // that exist, as Open does: for an open client after the tables were
+  // dropped, or for a setup step. Idempotent. kDb names a table whose
+  // columns are not dlock's.
+  Status EnsureSchema();
 
   ClientImpl* impl() const { return impl_.get(); }
 

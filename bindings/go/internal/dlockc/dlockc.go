@@ -152,6 +152,7 @@ extern swig_type_36 _wrap_dlock_event_message_get_dlockc_a8ec82a49ad92fb7(uintpt
 extern uintptr_t _wrap_new_dlock_event_dlockc_a8ec82a49ad92fb7(void);
 extern void _wrap_delete_dlock_event_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
 extern swig_intgo _wrap_dlock_client_next_event_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, uintptr_t arg2, swig_type_37 arg3, uintptr_t arg4);
+extern swig_intgo _wrap_dlock_client_init_schema_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, uintptr_t arg2);
 #undef intgo
 */
 import "C"
@@ -242,7 +243,7 @@ func Dlockswig_client_cleanup(arg1 Struct_SS_dlock_client, arg2 Dlock_error) (_s
 }
 
 const DLOCK_VERSION_MAJOR int = 1
-const DLOCK_VERSION_MINOR int = 1
+const DLOCK_VERSION_MINOR int = 2
 const DLOCK_VERSION_PATCH int = 0
 
 type Enum_SS_dlock_code int
@@ -916,6 +917,14 @@ func Dlock_client_next_event(arg1 Struct_SS_dlock_client, arg2 Dlock_event, arg3
 	_swig_i_2 := arg3
 	_swig_i_3 := getSwigcptr(arg4)
 	swig_r = (int)(C._wrap_dlock_client_next_event_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_37(_swig_i_2), C.uintptr_t(_swig_i_3)))
+	return swig_r
+}
+
+func Dlock_client_init_schema(arg1 Struct_SS_dlock_client, arg2 Dlock_error) (_swig_ret int) {
+	var swig_r int
+	_swig_i_0 := getSwigcptr(arg1)
+	_swig_i_1 := getSwigcptr(arg2)
+	swig_r = (int)(C._wrap_dlock_client_init_schema_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
 	return swig_r
 }
 

@@ -1419,6 +1419,21 @@ intgo _wrap_dlock_client_next_event_dlockc_a8ec82a49ad92fb7(struct dlock_client 
 }
 
 
+intgo _wrap_dlock_client_init_schema_dlockc_a8ec82a49ad92fb7(struct dlock_client *_swig_go_0, struct dlock_error *_swig_go_1) {
+  dlock_client *arg1 = (dlock_client *) 0 ;
+  dlock_error *arg2 = (dlock_error *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(dlock_client **)&_swig_go_0; 
+  arg2 = *(dlock_error **)&_swig_go_1; 
+  
+  result = (int)dlock_client_init_schema(arg1,arg2);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
 #ifdef __cplusplus
 }
 #endif

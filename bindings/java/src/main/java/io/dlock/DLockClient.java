@@ -197,6 +197,26 @@ public final class DLockClient implements AutoCloseable {
   }
 
   /**
+   * Creates the lock tables that are missing and checks the columns of those that exist, as opening
+   * a client does, on one of this client's own connections: for after the tables were dropped, or a
+   * setup step. Idempotent; any thread. Needs libdlock 1.2.
+   *
+   * @throws DLockException {@code DLOCK_E_DB} when a table of that name is not dlock's (the message
+   *     names table and column) or may not be created; {@link ConnectionException} when the server
+   *     cannot be reached
+   * @throws IllegalStateException if the client is closed
+   */
+  public void initSchema() {
+    guard.readLock().lock();
+    try {
+      ensureOpen();
+      DLockNative.dlock_client_init_schema(handle.ptr);
+    } finally {
+      guard.readLock().unlock();
+    }
+  }
+
+  /**
    * Takes the oldest event from the client's queue (lost leases, max-hold trips, ...), waiting up to
    * wait for one; empty if none came. The queue is bounded (client option {@code events}); the
    * oldest are dropped when it is full. Any thread.

@@ -557,6 +557,38 @@ class DLockTest {
     }
   }
 
+  /** initSchema makes the tables again on the open client after a DROP; a foreign table is E_DB. */
+  @Test
+  void initSchemaAfterDropTable() throws Exception {
+    String lease = "java_init_" + TestDb.RUN, row = lease + "_row";
+    String drop = "DROP TABLE IF EXISTS " + lease + ", " + lease + "_fence, " + row;
+    TestDb.sql(drop);
+    DLockClient c = DLockClient.open(TestDb.url(), Map.of("table", lease, "row_table", row));
+    try (DLock l = c.newLock(TestDb.key("init-schema"))) {
+      TestDb.sql(drop);
+      DLockException gone = assertThrows(DLockException.class, l::tryLock);
+      assertEquals("DLOCK_E_DB", gone.codeName());
+      assertEquals(1146, gone.serverErrno()); // no such table
+      c.initSchema();
+      assertTrue(l.tryLock());
+      assertTrue(l.token() >= 1, "token " + l.token());
+      l.unlock();
+
+      TestDb.sql(
+          "DROP TABLE " + row + "; CREATE TABLE " + row
+              + " (lock_name INT PRIMARY KEY, updated_time DATETIME(6))");
+      DLockException foreign = assertThrows(DLockException.class, c::initSchema);
+      assertEquals("DLOCK_E_DB", foreign.codeName());
+      assertTrue(
+          foreign.getMessage().contains(row) && foreign.getMessage().contains("lock_name"),
+          foreign.getMessage());
+    } finally {
+      c.close();
+      TestDb.sql(drop);
+    }
+    assertThrows(IllegalStateException.class, c::initSchema);
+  }
+
   @Test
   void badInputGetsClearErrors() throws Exception {
     assertThrows(InvalidArgumentException.class, () -> DLockClient.open("not a url"));
