@@ -60,7 +60,8 @@ Status CleanupBatch(SqlConn& c, const std::string& t, const std::string& f,
   if (s.ok()) {
     *found = r.rows.size();
     for (const Row& row : r.rows)
-      if (row[0]) max_fence = std::max<uint64_t>(max_fence, std::strtoull(row[0]->c_str(), nullptr, 10));
+      if (row[0])
+        max_fence = std::max<uint64_t>(max_fence, std::strtoull(row[0]->c_str(), nullptr, 10));
   }
   if (s.ok() && *found > 0) {
     s = c.Exec("UPDATE " + f + " SET fence_floor = GREATEST(fence_floor, ?) WHERE id = 1",
@@ -97,14 +98,13 @@ Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
     ExecResult r;
     std::string cutoff;
     if (s.ok())
-      s = conn->Exec("SELECT DATE_FORMAT(UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND, '%Y-%m-%d %H:%i:%s.%f')",
-                     {Param::Int(opts_.cleanup_grace_ms * 1000)}, &r);
+      s = conn->Exec(
+          "SELECT DATE_FORMAT(UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND, '%Y-%m-%d %H:%i:%s.%f')",
+          {Param::Int(opts_.cleanup_grace_ms * 1000)}, &r);
     if (s.ok() && !r.rows.empty() && r.rows[0][0]) cutoff = *r.rows[0][0];
     for (int batch = 0; s.ok() && !cutoff.empty() && batch < 1000; ++batch) {
       uint64_t found = 0;
-      RetryPolicy p;
-      p.what = "cleanup";
-      p.retry_until = RetryUntil(Clock::now());
+      RetryPolicy p("cleanup", RetryUntil(Clock::now()));
       s = RunIdempotent(nullptr, &conns, p, [&](SqlConn& c, bool) {
         conn = &c;
         return CleanupBatch(c, t, f, cutoff, opts_.cleanup_batch, &found, deleted);

@@ -177,10 +177,7 @@ Status ClientImpl::LeaseAcquire(const std::string& key, const std::string& owner
                                 Clock::time_point deadline, Conn* preferred, LeaseAttempt* out,
                                 const std::function<bool()>& stop) {
   PoolConns fresh(this, deadline, stop);
-  RetryPolicy p;
-  p.what = "acquire";
-  p.retry_until = RetryUntil(deadline);
-  p.stop = stop;
+  RetryPolicy p("acquire", RetryUntil(deadline), stop);
   return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool) {
     ExecResult r;
     auto sent = Clock::now();
@@ -199,9 +196,7 @@ Status ClientImpl::LeaseAcquire(const std::string& key, const std::string& owner
 Status ClientImpl::LeaseRenew(const std::string& key, const std::string& owner, int64_t ttl_ms,
                               bool* renewed, Clock::time_point* sent_at) {
   PoolConns fresh(this, Clock::now());
-  RetryPolicy p;
-  p.what = "renew";
-  p.retry_until = RetryUntil(Clock::now());
+  RetryPolicy p("renew", RetryUntil(Clock::now()));
   return RunIdempotent(nullptr, &fresh, p, [&](SqlConn& c, bool) {
     ExecResult r;
     *sent_at = Clock::now();
@@ -215,9 +210,7 @@ Status ClientImpl::LeaseRenew(const std::string& key, const std::string& owner, 
 Status ClientImpl::LeaseRelease(const std::string& key, const std::string& owner, Conn* preferred,
                                 bool* released, bool* ours) {
   PoolConns fresh(this, Clock::now());
-  RetryPolicy p;
-  p.what = "release";
-  p.retry_until = RetryUntil(Clock::now());
+  RetryPolicy p("release", RetryUntil(Clock::now()));
   return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool rerun) {
     ExecResult r;
     Status s = c.Exec(lease_sql_.release, {Param::Bytes(key), Param::Bytes(owner)}, &r);
@@ -228,7 +221,8 @@ Status ClientImpl::LeaseRelease(const std::string& key, const std::string& owner
     // The dropped attempt may have released it: a free row (empty owner)
     // means nobody took it since, so it was ours.
     s = c.Exec(lease_sql_.read, {Param::Bytes(key)}, &r);
-    if (s.ok() && !r.rows.empty() && r.rows[0][0] && r.rows[0][0]->empty()) *ours = *released = true;
+    if (s.ok() && !r.rows.empty() && r.rows[0][0] && r.rows[0][0]->empty())
+      *ours = *released = true;
     return s;
   });
 }

@@ -41,9 +41,12 @@ class ConnSource {
 };
 
 struct RetryPolicy {
-  const char* what = "statement";        // names the call in GaveUp's message
-  Clock::time_point retry_until{};       // no re-run after a drop from then on
-  std::function<bool()> stop;            // may be empty; true = cancel
+  RetryPolicy(const char* what, Clock::time_point retry_until,
+              std::function<bool()> stop = nullptr)
+      : what(what), retry_until(retry_until), stop(std::move(stop)) {}
+  const char* what;                              // names the call in messages
+  Clock::time_point retry_until;                 // no re-run after a drop from then on
+  std::function<bool()> stop;                    // may be empty; true = cancel
   std::function<void(int)> sleep = JitterSleep;  // before re-run n after 1213
 };
 

@@ -84,9 +84,7 @@ struct Run {
   std::vector<bool> reruns;       // its rerun flag
   std::vector<int> sleeps;        // the sleep(n) calls after 1213
 
-  Run() {
-    policy.what = "test";
-    policy.retry_until = Clock::now() + std::chrono::hours(1);
+  Run() : policy("test", Clock::now() + std::chrono::hours(1)) {
     policy.sleep = [this](int n) { sleeps.push_back(n); };
   }
   Status Go(SqlConn* preferred, dlock::ConnSource* fresh) {
@@ -226,8 +224,7 @@ TEST_CASE("a re-run after a drop can re-check what the dropped attempt left (rel
   FakeConn own("own", {CR_SERVER_LOST});
   FakeConn f1("f1", {});
   FakeSource src({&f1});
-  dlock::RetryPolicy p;
-  p.retry_until = Clock::now() + std::chrono::hours(1);
+  dlock::RetryPolicy p("release", Clock::now() + std::chrono::hours(1));
   int rechecks = 0;
   Status s = dlock::RunIdempotent(&own, &src, p, [&](SqlConn& c, bool rerun) {
     ExecResult r;
