@@ -1,7 +1,5 @@
 // A8: the janitor that deletes long-expired lease rows, and the fencing
 // floor that keeps tokens growing across it.
-#include <mysqld_error.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <random>
@@ -39,6 +37,46 @@ void ClientImpl::JanitorLoop() {
   mysql_thread_end();
 }
 
+namespace {
+
+// One batch is one transaction: the fence floor row is locked first (new
+// keys read it with a share lock, so none is created meanwhile), the rows
+// to delete are locked next (with their index gaps, so a release cannot
+// move another row into the range), the floor rises above their tokens,
+// and exactly those rows go. A re-created key then starts above every
+// token it ever issued (B1). Re-running it is safe: it selects again.
+// *found: the expired rows it saw; *deleted grows by those it deleted.
+Status CleanupBatch(SqlConn& c, const std::string& t, const std::string& f,
+                    const std::string& cutoff, int limit, uint64_t* found, uint64_t* deleted) {
+  const std::string range = " WHERE expire_time < ? ORDER BY expire_time LIMIT ?";
+  const std::vector<Param> p = {Param::Text(cutoff), Param::Int(limit)};
+  ExecResult r;
+  uint64_t max_fence = 0, gone = 0;
+  // REPEATABLE READ: the locking read below must lock the index gaps too.
+  Status s = c.Query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+  if (s.ok()) s = c.Query("START TRANSACTION");
+  if (s.ok()) s = c.Exec("SELECT fence_floor FROM " + f + " WHERE id = 1 FOR UPDATE", {}, &r);
+  if (s.ok()) s = c.Exec("SELECT fence FROM " + t + range + " FOR UPDATE", p, &r);
+  if (s.ok()) {
+    *found = r.rows.size();
+    for (const Row& row : r.rows)
+      if (row[0])
+        max_fence = std::max<uint64_t>(max_fence, std::strtoull(row[0]->c_str(), nullptr, 10));
+  }
+  if (s.ok() && *found > 0) {
+    s = c.Exec("UPDATE " + f + " SET fence_floor = GREATEST(fence_floor, ?) WHERE id = 1",
+               {Param::Int(static_cast<int64_t>(max_fence))}, &r);
+    if (s.ok()) s = c.Exec("DELETE FROM " + t + range, p, &r);
+    if (s.ok()) gone = r.affected;
+  }
+  if (s.ok()) s = c.Query("COMMIT");
+  if (s.ok()) *deleted += gone;
+  else if (!c.broken()) (void)c.Query("ROLLBACK");
+  return s;
+}
+
+}  // namespace
+
 Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
   *deleted = 0;
   *ran = false;
@@ -51,58 +89,34 @@ Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
   if (!s.ok()) return s;
   if (!a.won) return Status::OK();
   *ran = true;
-  PooledConn conn;
-  s = GetConn(Clock::now(), &conn);
-  ExecResult r;
-  std::string cutoff;
-  if (s.ok())
-    s = conn->Exec("SELECT DATE_FORMAT(UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND, '%Y-%m-%d %H:%i:%s.%f')",
-                   {Param::Int(opts_.cleanup_grace_ms * 1000)}, &r);
-  if (s.ok() && !r.rows.empty() && r.rows[0][0]) cutoff = *r.rows[0][0];
-  // Each batch is one transaction: the fence floor row is locked first (new
-  // keys read it with a share lock, so none is created meanwhile), the rows
-  // to delete are locked next (with their index gaps, so a release cannot
-  // move another row into the range), the floor rises above their tokens,
-  // and exactly those rows go. A re-created key then starts above every
-  // token it ever issued (B1).
-  for (int batch = 0; s.ok() && !cutoff.empty() && batch < 1000; ++batch) {
-    const std::string range = " WHERE expire_time < ? ORDER BY expire_time LIMIT ?";
-    std::vector<Param> p = {Param::Text(cutoff), Param::Int(opts_.cleanup_batch)};
-    // REPEATABLE READ: the locking read below must lock the index gaps too.
-    s = conn->Query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
-    if (s.ok()) s = conn->Query("START TRANSACTION");
-    if (s.ok()) s = conn->Exec("SELECT fence_floor FROM " + f + " WHERE id = 1 FOR UPDATE", {}, &r);
-    if (s.ok()) s = conn->Exec("SELECT fence FROM " + t + range + " FOR UPDATE", p, &r);
-    uint64_t n = 0, max_fence = 0;
+  {
+    // Every batch borrows from here; one dropped with its connection is
+    // re-run on a fresh one. conn: the one used last.
+    PoolConns conns(this, Clock::now());
+    SqlConn* conn = nullptr;
+    s = conns.Fresh(&conn);
+    ExecResult r;
+    std::string cutoff;
+    if (s.ok())
+      s = conn->Exec(
+          "SELECT DATE_FORMAT(UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND, '%Y-%m-%d %H:%i:%s.%f')",
+          {Param::Int(opts_.cleanup_grace_ms * 1000)}, &r);
+    if (s.ok() && !r.rows.empty() && r.rows[0][0]) cutoff = *r.rows[0][0];
+    for (int batch = 0; s.ok() && !cutoff.empty() && batch < 1000; ++batch) {
+      uint64_t found = 0;
+      RetryPolicy p("cleanup", RetryUntil(Clock::now()));
+      s = RunIdempotent(nullptr, &conns, p, [&](SqlConn& c, bool) {
+        conn = &c;
+        return CleanupBatch(c, t, f, cutoff, opts_.cleanup_batch, &found, deleted);
+      });
+      if (found < static_cast<uint64_t>(opts_.cleanup_batch)) break;
+    }
     if (s.ok()) {
-      n = r.rows.size();
-      for (const Row& row : r.rows)
-        if (row[0]) max_fence = std::max<uint64_t>(max_fence, std::strtoull(row[0]->c_str(), nullptr, 10));
+      Status c = conn->Exec("SELECT COUNT(*) FROM " + t, {}, &r);
+      if (c.ok() && !r.rows.empty() && r.rows[0][0])
+        counters_.table_rows.store(std::strtoull(r.rows[0][0]->c_str(), nullptr, 10));
     }
-    if (s.ok() && n > 0) {
-      s = conn->Exec("UPDATE " + f + " SET fence_floor = GREATEST(fence_floor, ?) WHERE id = 1",
-                     {Param::Int(static_cast<int64_t>(max_fence))}, &r);
-      if (s.ok()) s = conn->Exec("DELETE FROM " + t + range, p, &r);
-      if (s.ok()) *deleted += r.affected;
-    }
-    if (s.ok()) s = conn->Query("COMMIT");
-    if (!s.ok()) {
-      if (!conn->broken()) (void)conn->Query("ROLLBACK");
-      if (s.server_errno() == ER_LOCK_DEADLOCK) {  // an acquirer raced us: again
-        JitterSleep(std::min(batch, 5));
-        s = Status::OK();
-        continue;
-      }
-      break;
-    }
-    if (n < static_cast<uint64_t>(opts_.cleanup_batch)) break;
-  }
-  if (s.ok()) {
-    Status c = conn->Exec("SELECT COUNT(*) FROM " + t, {}, &r);
-    if (c.ok() && !r.rows.empty() && r.rows[0][0])
-      counters_.table_rows.store(std::strtoull(r.rows[0][0]->c_str(), nullptr, 10));
-  }
-  conn.Reset();
+  }  // the connection goes back before the guard's release needs one
   bool released = false, ours = false;
   (void)LeaseRelease(kGuard, owner, nullptr, &released, &ours);
   counters_.cleanup_runs.fetch_add(1);

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
-#include <thread>
 
 #include "client_impl.h"
 
@@ -16,19 +15,6 @@ namespace {
 
 // A zero wait still needs a connection; this is how long it may wait for one.
 constexpr auto kPoolGrace = std::chrono::milliseconds(1000);
-constexpr int kConnRetries = 3;      // fresh connections tried after a drop
-constexpr int kDeadlockRetries = 5;  // re-runs after 1213
-
-}  // namespace
-
-void JitterSleep(int attempt) {
-  thread_local std::minstd_rand rng(std::random_device{}());
-  int base = 2 << attempt;  // 2, 4, 8, ... ms
-  std::uniform_int_distribution<int> d(base / 2, base);
-  std::this_thread::sleep_for(std::chrono::milliseconds(d(rng)));
-}
-
-namespace {
 
 std::string HostName() {
   char buf[256] = {0};
@@ -114,126 +100,65 @@ Clock::time_point ClientImpl::RetryUntil(Clock::time_point deadline) const {
   return std::max(deadline, Clock::now() + std::chrono::seconds(opts_.connect_timeout_s));
 }
 
-Status ClientImpl::GaveUp(const Status& s, const char* what) const {
-  if (IsOutcomeUnknown(static_cast<unsigned>(s.server_errno())))
-    return Status(Code::kUnknown,
-                  std::string(what) + ": the connection failed while the statement was in flight, "
-                  "too late to re-check; " + s.message(),
-                  s.server_errno());
+Status PoolConns::Fresh(SqlConn** out) {
+  held_.Reset();
+  Status s = client_->GetConn(deadline_, &held_, stop_);
+  if (s.ok()) *out = &*held_;
   return s;
 }
 
 Status ClientImpl::LeaseAcquire(const std::string& key, const std::string& owner, int64_t ttl_ms,
                                 Clock::time_point deadline, Conn* preferred, LeaseAttempt* out,
                                 const std::function<bool()>& stop) {
-  Status s;
-  int deadlocks = 0;
-  // A dropped statement is re-run on a fresh connection only while the call
-  // is young: a server that let one statement time out is not asked again.
-  const auto retry_until = RetryUntil(deadline);
-  for (int conn_try = 0; conn_try < kConnRetries;) {
-    PooledConn pc;
-    Conn* c = preferred != nullptr && !preferred->broken() ? preferred : nullptr;
-    if (c == nullptr) {
-      s = GetConn(deadline, &pc, stop);
-      if (!s.ok()) return s;
-      c = &*pc;
-    }
+  PoolConns fresh(this, deadline, stop);
+  RetryPolicy p("acquire", RetryUntil(deadline), stop);
+  return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool) {
     ExecResult r;
     auto sent = Clock::now();
-    s = c->Exec(lease_sql_.acquire, {Param::Bytes(key), Param::Bytes(owner), Param::Int(ttl_ms * 1000)}, &r);
-    if (c->broken()) preferred = nullptr;
-    if (s.ok()) {
-      // 1 = inserted, 2 = took over / repeated our own; 0 = held by another.
-      out->won = r.affected > 0;
-      out->sent_at = sent;
-      if (out->won) {
-        out->fence = r.insert_id;
-        out->remaining_us = ttl_ms * 1000;
-      } else {
-        out->fence = 0;
-        out->remaining_us = static_cast<int64_t>(r.insert_id);
-      }
-      return s;
-    }
-    if (s.server_errno() == ER_LOCK_DEADLOCK && deadlocks < kDeadlockRetries) {
-      JitterSleep(deadlocks++);
-      continue;
-    }
-    if (!c->broken()) return s;
-    if (Clock::now() >= retry_until) return GaveUp(s, "acquire");
-    ++conn_try;  // dropped: the statement is idempotent for our owner, re-run it
-  }
-  return GaveUp(s, "acquire");
+    Status s = c.Exec(lease_sql_.acquire,
+                      {Param::Bytes(key), Param::Bytes(owner), Param::Int(ttl_ms * 1000)}, &r);
+    if (!s.ok()) return s;
+    // 1 = inserted, 2 = took over / repeated our own; 0 = held by another.
+    out->won = r.affected > 0;
+    out->sent_at = sent;
+    out->fence = out->won ? r.insert_id : 0;
+    out->remaining_us = out->won ? ttl_ms * 1000 : static_cast<int64_t>(r.insert_id);
+    return s;
+  });
 }
 
 Status ClientImpl::LeaseRenew(const std::string& key, const std::string& owner, int64_t ttl_ms,
                               bool* renewed, Clock::time_point* sent_at) {
-  Status s;
-  int deadlocks = 0;
-  const auto retry_until = RetryUntil(Clock::now());
-  for (int conn_try = 0; conn_try < kConnRetries;) {
-    PooledConn c;
-    s = GetConn(Clock::now(), &c);
-    if (!s.ok()) return s;
+  PoolConns fresh(this, Clock::now());
+  RetryPolicy p("renew", RetryUntil(Clock::now()));
+  return RunIdempotent(nullptr, &fresh, p, [&](SqlConn& c, bool) {
     ExecResult r;
     *sent_at = Clock::now();
-    s = c->Exec(lease_sql_.renew, {Param::Int(ttl_ms * 1000), Param::Bytes(key), Param::Bytes(owner)}, &r);
-    if (s.ok()) {
-      *renewed = r.affected == 1;
-      return s;
-    }
-    if (s.server_errno() == ER_LOCK_DEADLOCK && deadlocks < kDeadlockRetries) {
-      JitterSleep(deadlocks++);
-      continue;
-    }
-    if (!c->broken()) return s;
-    if (Clock::now() >= retry_until) return GaveUp(s, "renew");
-    ++conn_try;
-  }
-  return GaveUp(s, "renew");
+    Status s = c.Exec(lease_sql_.renew,
+                      {Param::Int(ttl_ms * 1000), Param::Bytes(key), Param::Bytes(owner)}, &r);
+    if (s.ok()) *renewed = r.affected == 1;
+    return s;
+  });
 }
 
 Status ClientImpl::LeaseRelease(const std::string& key, const std::string& owner, Conn* preferred,
                                 bool* released, bool* ours) {
-  Status s;
-  int deadlocks = 0;
-  bool retried_after_drop = false;
-  const auto retry_until = RetryUntil(Clock::now());
-  for (int conn_try = 0; conn_try < kConnRetries;) {
-    PooledConn pc;
-    Conn* c = preferred != nullptr && !preferred->broken() ? preferred : nullptr;
-    if (c == nullptr) {
-      s = GetConn(Clock::now(), &pc);
-      if (!s.ok()) return s;
-      c = &*pc;
-    }
+  PoolConns fresh(this, Clock::now());
+  RetryPolicy p("release", RetryUntil(Clock::now()));
+  return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool rerun) {
     ExecResult r;
-    s = c->Exec(lease_sql_.release, {Param::Bytes(key), Param::Bytes(owner)}, &r);
-    if (c->broken()) preferred = nullptr;
-    if (s.ok()) {
-      *ours = r.affected == 1;
-      *released = *ours && r.insert_id == 1;
-      if (!*ours && retried_after_drop) {
-        // The first attempt may have released it before the drop: a free
-        // row (empty owner) means nobody took it since, so it was ours.
-        ExecResult rr;
-        s = c->Exec(lease_sql_.read, {Param::Bytes(key)}, &rr);
-        if (!s.ok()) return s;
-        if (!rr.rows.empty() && rr.rows[0][0] && rr.rows[0][0]->empty()) *ours = *released = true;
-      }
-      return Status::OK();
-    }
-    if (s.server_errno() == ER_LOCK_DEADLOCK && deadlocks < kDeadlockRetries) {
-      JitterSleep(deadlocks++);
-      continue;
-    }
-    if (!c->broken()) return s;
-    if (Clock::now() >= retry_until) return GaveUp(s, "release");
-    retried_after_drop = true;
-    ++conn_try;
-  }
-  return GaveUp(s, "release");
+    Status s = c.Exec(lease_sql_.release, {Param::Bytes(key), Param::Bytes(owner)}, &r);
+    if (!s.ok()) return s;
+    *ours = r.affected == 1;
+    *released = *ours && r.insert_id == 1;
+    if (*ours || !rerun) return s;
+    // The dropped attempt may have released it: a free row (empty owner)
+    // means nobody took it since, so it was ours.
+    s = c.Exec(lease_sql_.read, {Param::Bytes(key)}, &r);
+    if (s.ok() && !r.rows.empty() && r.rows[0][0] && r.rows[0][0]->empty())
+      *ours = *released = true;
+    return s;
+  });
 }
 
 bool ClientImpl::RowKnown(const std::string& name) {

@@ -19,6 +19,7 @@
 #include "options.h"
 #include "pool.h"
 #include "renewer.h"
+#include "retry.h"
 #include "waiters.h"
 
 namespace dlock {
@@ -45,10 +46,6 @@ struct RowSql {
 
 // A table name as an SQL identifier (names are validated at parse time).
 inline std::string QuoteIdent(const std::string& ident) { return "`" + ident + "`"; }
-
-// Sleeps a few ms, growing with attempt, jittered: between re-runs after a
-// deadlock (1213), so that the two sides do not collide again.
-void JitterSleep(int attempt);
 
 // The statements of each scheme are built once per client from the
 // validated table names, in the scheme's own file (lease_scheme.cc,
@@ -105,11 +102,12 @@ class ClientImpl {
   // one: the call's deadline, or connect_timeout from now if that is later.
   Clock::time_point RetryUntil(Clock::time_point deadline) const;
   // The status a call returns when it stops retrying after a drop: kUnknown
-  // when the statement may have run.
-  Status GaveUp(const Status& s, const char* what) const;
+  // when the statement may have run (dlock::GaveUp, retry.h).
+  Status GaveUp(const Status& s, const char* what) const { return dlock::GaveUp(s, what); }
 
   // Scheme 1, one statement each, re-run on a fresh connection when the
-  // connection drops (they are idempotent for the same owner) and on 1213.
+  // connection drops (they are idempotent for the same owner) and on 1213:
+  // RunIdempotent (retry.h).
   // preferred: a connection the caller already holds (used first; the pool
   // serves the retries), or nullptr.
   Status LeaseAcquire(const std::string& key, const std::string& owner, int64_t ttl_ms,
@@ -196,6 +194,23 @@ class ClientImpl {
 
  public:
   void StartJanitor();
+};
+
+// Fresh connections for RunIdempotent (retry.h) from a client's pool,
+// through GetConn (so a zero wait still gets one): one at a time, the
+// previous one given back first (a broken one is closed there).
+class PoolConns : public ConnSource {
+ public:
+  PoolConns(ClientImpl* client, Clock::time_point deadline,
+            std::function<bool()> stop = nullptr)
+      : client_(client), deadline_(deadline), stop_(std::move(stop)) {}
+  Status Fresh(SqlConn** out) override;
+
+ private:
+  ClientImpl* client_;
+  Clock::time_point deadline_;
+  std::function<bool()> stop_;
+  PooledConn held_;
 };
 
 }  // namespace dlock

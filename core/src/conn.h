@@ -51,7 +51,22 @@ bool IsConnectionError(unsigned err);
 // Errors after which a statement's outcome is unknown (it may have committed).
 bool IsOutcomeUnknown(unsigned err);
 
-class Conn {
+// What a retried statement runs on: the part of a connection that
+// RunIdempotent (retry.h) and the attempts it runs need. Conn is the real
+// one; tests put a fake with scripted faults in its place.
+class SqlConn {
+ public:
+  virtual ~SqlConn() = default;
+  // A (cached) prepared statement. On error the Status carries the errno,
+  // and after a connection error broken() is true from then on.
+  virtual Status Exec(const std::string& sql, const std::vector<Param>& params,
+                      ExecResult* out) = 0;
+  // Text protocol, for statements that cannot be prepared (BEGIN/COMMIT...).
+  virtual Status Query(const std::string& sql) = 0;
+  virtual bool broken() const = 0;
+};
+
+class Conn : public SqlConn {
  public:
   static Status Connect(const ClientOptions& opts, std::unique_ptr<Conn>* out);
   ~Conn();
@@ -61,15 +76,19 @@ class Conn {
   // Runs sql as a (cached) prepared statement. Result columns come back as
   // bytes. On error the Status carries the server errno; the connection is
   // marked broken after connection errors.
+  Status Exec(const std::string& sql, const std::vector<Param>& params,
+              ExecResult* out) override {
+    return Exec(sql, params, out, /*cache=*/true);
+  }
   // cache=false prepares, runs and closes (for caller-supplied SQL).
   Status Exec(const std::string& sql, const std::vector<Param>& params, ExecResult* out,
-              bool cache = true);
+              bool cache);
   // Text protocol, for statements that cannot be prepared (BEGIN/COMMIT...).
-  Status Query(const std::string& sql);
+  Status Query(const std::string& sql) override;
 
   // Cheap liveness check (COM_PING); marks the connection broken on failure.
   Status Ping();
-  bool broken() const { return broken_; }
+  bool broken() const override { return broken_; }
   void MarkBroken() { broken_ = true; }
   // Without a round trip: has the server closed this idle connection (its
   // wait_timeout, KILL, a restart)? An idle session never has bytes to read,

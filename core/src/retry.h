@@ -1,0 +1,78 @@
+// Re-running an idempotent statement (or transaction) after a deadlock or a
+// dropped connection: one helper for the lease statements and cleanup's
+// batches. It sees connections only through SqlConn (conn.h) and a
+// ConnSource, so its paths are tested without a server (tests/core/
+// test_retry.cc), as LevelDB tests its recovery through an Env that fails on
+// cue.
+#ifndef DLOCK_CORE_RETRY_H_
+#define DLOCK_CORE_RETRY_H_
+
+#include <chrono>
+#include <functional>
+
+#include "conn.h"
+
+namespace dlock {
+
+using Clock = std::chrono::steady_clock;
+
+// A call gives up at its kMaxDrops-th dropped connection, and after
+// kMaxDeadlocks re-runs after a deadlock (1213).
+constexpr int kMaxDrops = 3;
+constexpr int kMaxDeadlocks = 5;
+
+// Sleeps a few ms, growing with attempt, jittered: between re-runs after a
+// deadlock (1213), so that the two sides do not collide again.
+void JitterSleep(int attempt);
+
+// The status a call returns when it stops retrying after a drop: kUnknown
+// when the statement may have run (the connection failed while it was in
+// flight), else s itself (e.g. 2006: it was never sent).
+Status GaveUp(const Status& s, const char* what);
+
+// Where the attempts that cannot use the caller's own connection get one: in
+// production the client's pool (PoolConns, client_impl.h), in tests a script.
+class ConnSource {
+ public:
+  virtual ~ConnSource() = default;
+  // A connection for the next attempts; gives back the one handed out
+  // before. Valid until the next Fresh() or the source's end.
+  virtual Status Fresh(SqlConn** out) = 0;
+};
+
+struct RetryPolicy {
+  RetryPolicy(const char* what, Clock::time_point retry_until,
+              std::function<bool()> stop = nullptr)
+      : what(what), retry_until(retry_until), stop(std::move(stop)) {}
+  const char* what;                              // names the call in messages
+  Clock::time_point retry_until;                 // no re-run after a drop from then on
+  std::function<bool()> stop;                    // may be empty; true = cancel
+  std::function<void(int)> sleep = JitterSleep;  // before re-run n after 1213
+};
+
+// One attempt. rerun: an earlier attempt of this call was dropped with its
+// connection, so it may have run, and the attempt may have to look at what
+// it left (release re-reads the row). Its results go to the caller's
+// variables; only the last attempt's count.
+using Attempt = std::function<Status(SqlConn& conn, bool rerun)>;
+
+// Runs attempt until it succeeds or may not be re-run, and returns the last
+// status. The contract, which makes re-running safe only for attempts that
+// are idempotent (the same statement for the same owner, or one transaction):
+//  - connection: preferred (may be null) while it is not broken, else
+//    fresh->Fresh(); a connection that still works is kept for the next
+//    attempt. A failing Fresh() ends the call with its status.
+//  - 1213: the attempt is run again after p.sleep(0), p.sleep(1), ...
+//    at most kMaxDeadlocks times; then the 1213 comes back.
+//  - any other error on a connection that is not broken: back at once.
+//  - a broken connection: the attempt is run again, on a fresh one, with
+//    rerun = true; at the kMaxDrops-th drop or from p.retry_until on, the
+//    call gives up with GaveUp(s, p.what).
+//  - p.stop, asked before every re-run: true ends the call with kCancelled,
+//    or kUnknown when the last attempt dropped in flight.
+Status RunIdempotent(SqlConn* preferred, ConnSource* fresh, const RetryPolicy& p,
+                     const Attempt& attempt);
+
+}  // namespace dlock
+
+#endif  // DLOCK_CORE_RETRY_H_

@@ -1,0 +1,316 @@
+// core_retry: RunIdempotent (core/src/retry.h) over fake connections with
+// scripted faults. No database: every path a dropped connection, a deadlock
+// or a cancel can take is driven on cue, as LevelDB tests recovery through
+// an Env that fails when told to.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+#include <errmsg.h>
+#include <mysqld_error.h>
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "retry.h"
+
+using dlock::Clock;
+using dlock::Code;
+using dlock::ExecResult;
+using dlock::Param;
+using dlock::SqlConn;
+using dlock::Status;
+
+namespace {
+
+// A connection whose statements fail as scripted: each Exec takes the next
+// errno (0 = success). A connection error breaks it, as with Conn, and a
+// broken one fails every later statement with 2006 before sending.
+class FakeConn : public SqlConn {
+ public:
+  FakeConn(std::string name, std::vector<unsigned> script)
+      : name_(std::move(name)), script_(script.begin(), script.end()) {}
+  Status Exec(const std::string& sql, const std::vector<Param>&, ExecResult* out) override {
+    sent_.push_back(sql);
+    if (broken_) return Fail(CR_SERVER_GONE_ERROR);
+    unsigned err = script_.empty() ? 0 : script_.front();
+    if (!script_.empty()) script_.pop_front();
+    if (err != 0) return Fail(err);
+    out->affected = 1;
+    return Status::OK();
+  }
+  Status Query(const std::string& sql) override {
+    ExecResult r;
+    return Exec(sql, {}, &r);
+  }
+  bool broken() const override { return broken_; }
+  void Break() { broken_ = true; }
+  const std::string& name() const { return name_; }
+  int execs() const { return static_cast<int>(sent_.size()); }
+
+ private:
+  Status Fail(unsigned err) {
+    if (dlock::IsConnectionError(err)) broken_ = true;
+    return Status(dlock::ClassifyError(err), name_ + " failed (" + std::to_string(err) + ")",
+                  static_cast<int>(err));
+  }
+  std::string name_;
+  std::deque<unsigned> script_;
+  std::vector<std::string> sent_;
+  bool broken_ = false;
+};
+
+// Hands out the given connections in turn; fails with kPool when none is
+// left (as the pool does when its wait runs out).
+class FakeSource : public dlock::ConnSource {
+ public:
+  explicit FakeSource(std::vector<FakeConn*> conns) : conns_(conns.begin(), conns.end()) {}
+  Status Fresh(SqlConn** out) override {
+    ++calls;
+    if (conns_.empty()) return Status(Code::kPool, "no connection left");
+    *out = conns_.front();
+    conns_.pop_front();
+    return Status::OK();
+  }
+  int calls = 0;
+
+ private:
+  std::deque<FakeConn*> conns_;
+};
+
+// One call of RunIdempotent, with what every attempt saw.
+struct Run {
+  dlock::RetryPolicy policy;
+  std::vector<std::string> used;  // the connection of each attempt
+  std::vector<bool> reruns;       // its rerun flag
+  std::vector<int> sleeps;        // the sleep(n) calls after 1213
+
+  Run() : policy("test", Clock::now() + std::chrono::hours(1)) {
+    policy.sleep = [this](int n) { sleeps.push_back(n); };
+  }
+  Status Go(SqlConn* preferred, dlock::ConnSource* fresh) {
+    return dlock::RunIdempotent(preferred, fresh, policy, [this](SqlConn& c, bool rerun) {
+      used.push_back(static_cast<FakeConn&>(c).name());
+      reruns.push_back(rerun);
+      ExecResult r;
+      return c.Exec("UPDATE t SET x = 1", {}, &r);
+    });
+  }
+};
+
+using Names = std::vector<std::string>;
+using Flags = std::vector<bool>;
+
+}  // namespace
+
+TEST_CASE("drop before send (2006): re-run on a fresh connection, flagged as a re-run") {
+  FakeConn own("own", {CR_SERVER_GONE_ERROR});
+  FakeConn f1("f1", {});
+  FakeSource src({&f1});
+  Run run;
+  Status s = run.Go(&own, &src);
+  CHECK(s.ok());
+  CHECK(run.used == Names{"own", "f1"});
+  CHECK(run.reruns == Flags{false, true});
+  CHECK(src.calls == 1);
+  CHECK(own.broken());
+  CHECK(run.sleeps.empty());
+}
+
+TEST_CASE("drop after send (2013): re-run on a fresh connection, flagged as a re-run") {
+  FakeConn f1("f1", {CR_SERVER_LOST});
+  FakeConn f2("f2", {});
+  FakeSource src({&f1, &f2});
+  Run run;
+  Status s = run.Go(nullptr, &src);
+  CHECK(s.ok());
+  CHECK(run.used == Names{"f1", "f2"});
+  CHECK(run.reruns == Flags{false, true});
+  CHECK(src.calls == 2);
+}
+
+TEST_CASE("1213 then success: same connection, one jittered sleep, not a re-run after a drop") {
+  FakeConn own("own", {ER_LOCK_DEADLOCK});
+  FakeSource src({});
+  Run run;
+  Status s = run.Go(&own, &src);
+  CHECK(s.ok());
+  CHECK(run.used == Names{"own", "own"});
+  CHECK(run.reruns == Flags{false, false});
+  CHECK(run.sleeps == std::vector<int>{0});
+  CHECK(src.calls == 0);
+}
+
+TEST_CASE("1213 on a pool connection: kept for the re-run, not borrowed again") {
+  FakeConn f1("f1", {ER_LOCK_DEADLOCK, ER_LOCK_DEADLOCK});
+  FakeSource src({&f1});
+  Run run;
+  Status s = run.Go(nullptr, &src);
+  CHECK(s.ok());
+  CHECK(run.used == Names{"f1", "f1", "f1"});
+  CHECK(run.sleeps == std::vector<int>{0, 1});
+  CHECK(src.calls == 1);
+}
+
+TEST_CASE("1213 six times: five re-runs, then the 1213 itself") {
+  FakeConn own("own", std::vector<unsigned>(6, ER_LOCK_DEADLOCK));
+  FakeSource src({});
+  Run run;
+  Status s = run.Go(&own, &src);
+  CHECK(s.code() == Code::kDb);
+  CHECK(s.server_errno() == ER_LOCK_DEADLOCK);
+  CHECK(own.execs() == 6);
+  CHECK(run.sleeps == std::vector<int>{0, 1, 2, 3, 4});
+  CHECK(src.calls == 0);
+}
+
+TEST_CASE("drop past the deadline: kUnknown for 2013 (it may have run), the error for 2006") {
+  SUBCASE("2013") {
+    FakeConn own("own", {CR_SERVER_LOST});
+    FakeSource src({});
+    Run run;
+    run.policy.retry_until = Clock::now() - std::chrono::milliseconds(1);
+    Status s = run.Go(&own, &src);
+    CHECK(s.code() == Code::kUnknown);
+    CHECK(s.server_errno() == CR_SERVER_LOST);
+    CHECK(s.message().find("test: ") == 0);
+    CHECK(own.execs() == 1);
+    CHECK(src.calls == 0);
+  }
+  SUBCASE("2006") {
+    FakeConn own("own", {CR_SERVER_GONE_ERROR});
+    FakeSource src({});
+    Run run;
+    run.policy.retry_until = Clock::now() - std::chrono::milliseconds(1);
+    Status s = run.Go(&own, &src);
+    CHECK(s.code() == Code::kConnect);
+    CHECK(s.server_errno() == CR_SERVER_GONE_ERROR);
+    CHECK(own.execs() == 1);
+    CHECK(src.calls == 0);
+  }
+}
+
+TEST_CASE("the third dropped connection ends the call") {
+  FakeConn own("own", {CR_SERVER_LOST});
+  FakeConn f1("f1", {CR_SERVER_LOST});
+  FakeConn f2("f2", {CR_SERVER_LOST});
+  FakeConn f3("f3", {});
+  FakeSource src({&f1, &f2, &f3});
+  Run run;
+  Status s = run.Go(&own, &src);
+  CHECK(s.code() == Code::kUnknown);
+  CHECK(run.used == Names{"own", "f1", "f2"});
+  CHECK(run.reruns == Flags{false, true, true});
+  CHECK(src.calls == 2);
+  CHECK(f3.execs() == 0);
+}
+
+TEST_CASE("a broken preferred connection is skipped: a fresh one runs the first attempt") {
+  FakeConn own("own", {});
+  own.Break();
+  FakeConn f1("f1", {});
+  FakeSource src({&f1});
+  Run run;
+  Status s = run.Go(&own, &src);
+  CHECK(s.ok());
+  CHECK(run.used == Names{"f1"});
+  CHECK(run.reruns == Flags{false});
+  CHECK(own.execs() == 0);
+  CHECK(src.calls == 1);
+}
+
+TEST_CASE("a re-run after a drop can re-check what the dropped attempt left (release's path)") {
+  // As LeaseRelease: the dropped first attempt freed the row; the re-run
+  // finds it not ours (0 rows) and, knowing it is a re-run, reads the row.
+  FakeConn own("own", {CR_SERVER_LOST});
+  FakeConn f1("f1", {});
+  FakeSource src({&f1});
+  dlock::RetryPolicy p("release", Clock::now() + std::chrono::hours(1));
+  int rechecks = 0;
+  Status s = dlock::RunIdempotent(&own, &src, p, [&](SqlConn& c, bool rerun) {
+    ExecResult r;
+    Status st = c.Exec("UPDATE t SET owner = '' WHERE owner = ?", {}, &r);
+    if (!st.ok() || !rerun) return st;
+    ++rechecks;
+    return c.Exec("SELECT owner FROM t", {}, &r);
+  });
+  CHECK(s.ok());
+  CHECK(rechecks == 1);
+  CHECK(own.execs() == 1);
+  CHECK(f1.execs() == 2);
+}
+
+TEST_CASE("stop ends the call before a re-run") {
+  Run run;
+  int asked = 0;
+  run.policy.stop = [&] { return ++asked > 0; };
+  SUBCASE("after 1213: kCancelled, no sleep") {
+    FakeConn own("own", {ER_LOCK_DEADLOCK});
+    FakeSource src({});
+    Status s = run.Go(&own, &src);
+    CHECK(s.code() == Code::kCancelled);
+    CHECK(own.execs() == 1);
+    CHECK(run.sleeps.empty());
+  }
+  SUBCASE("after a drop in flight: kUnknown, no fresh connection") {
+    FakeConn own("own", {CR_SERVER_LOST});
+    FakeConn f1("f1", {});
+    FakeSource src({&f1});
+    Status s = run.Go(&own, &src);
+    CHECK(s.code() == Code::kUnknown);
+    CHECK(src.calls == 0);
+    CHECK(f1.execs() == 0);
+  }
+  SUBCASE("after a drop before send: kCancelled") {
+    FakeConn own("own", {CR_SERVER_GONE_ERROR});
+    FakeSource src({});
+    Status s = run.Go(&own, &src);
+    CHECK(s.code() == Code::kCancelled);
+    CHECK(src.calls == 0);
+  }
+  CHECK(asked == 1);
+}
+
+TEST_CASE("stop is not asked when the first attempt succeeds or fails for good") {
+  Run run;
+  int asked = 0;
+  run.policy.stop = [&] { return ++asked > 0; };
+  FakeConn own("own", {ER_DUP_ENTRY});
+  FakeSource src({});
+  Status s = run.Go(&own, &src);
+  CHECK(s.server_errno() == ER_DUP_ENTRY);
+  CHECK(asked == 0);
+}
+
+TEST_CASE("a non-retryable error comes back at once") {
+  FakeConn own("own", {ER_NO_SUCH_TABLE});
+  FakeConn f1("f1", {});
+  FakeSource src({&f1});
+  Run run;
+  Status s = run.Go(&own, &src);
+  CHECK(s.code() == Code::kDb);
+  CHECK(s.server_errno() == ER_NO_SUCH_TABLE);
+  CHECK(run.used == Names{"own"});
+  CHECK(run.sleeps.empty());
+  CHECK(src.calls == 0);
+  CHECK(!own.broken());
+}
+
+TEST_CASE("no connection for a re-run: the source's status comes back") {
+  FakeConn own("own", {CR_SERVER_GONE_ERROR});
+  FakeSource src({});
+  Run run;
+  Status s = run.Go(&own, &src);
+  CHECK(s.code() == Code::kPool);
+  CHECK(run.used == Names{"own"});
+  CHECK(src.calls == 1);
+}
+
+TEST_CASE("GaveUp: only errors that leave the outcome open become kUnknown") {
+  Status lost(Code::kConnect, "lost", CR_SERVER_LOST);
+  Status gone(Code::kConnect, "gone", CR_SERVER_GONE_ERROR);
+  Status dup(Code::kDb, "dup", ER_DUP_ENTRY);
+  CHECK(dlock::GaveUp(lost, "renew").code() == Code::kUnknown);
+  CHECK(dlock::GaveUp(lost, "renew").message().find("renew: ") == 0);
+  CHECK(dlock::GaveUp(gone, "renew").code() == Code::kConnect);
+  CHECK(dlock::GaveUp(dup, "renew").code() == Code::kDb);
+}
