@@ -29,15 +29,21 @@ Status RunIdempotent(SqlConn* preferred, ConnSource* fresh, const RetryPolicy& p
   SqlConn* conn = nullptr;
   int drops = 0, deadlocks = 0;
   bool rerun = false;
+  Status last;  // of the attempt before
   for (;;) {
     if (conn == nullptr || conn->broken()) {
       if (preferred != nullptr && !preferred->broken()) {
         conn = preferred;
       } else if (Status s = fresh->Fresh(&conn); !s.ok()) {
+        // No connection to re-check on: an attempt that may have run is
+        // unknown, whatever kept us from asking.
+        if (rerun && IsOutcomeUnknown(static_cast<unsigned>(last.server_errno())))
+          return GaveUp(last, p.what);
         return s;
       }
     }
     Status s = attempt(*conn, rerun);
+    last = s;
     if (s.ok()) return s;
     const bool deadlock = s.server_errno() == ER_LOCK_DEADLOCK && deadlocks < kMaxDeadlocks;
     if (!deadlock) {

@@ -61,7 +61,8 @@ using Attempt = std::function<Status(SqlConn& conn, bool rerun)>;
 // are idempotent (the same statement for the same owner, or one transaction):
 //  - connection: preferred (may be null) while it is not broken, else
 //    fresh->Fresh(); a connection that still works is kept for the next
-//    attempt. A failing Fresh() ends the call with its status.
+//    attempt. A failing Fresh() ends the call with its status, or with
+//    kUnknown when the attempt before dropped in flight (it may have run).
 //  - 1213: the attempt is run again after p.sleep(0), p.sleep(1), ...
 //    at most kMaxDeadlocks times; then the 1213 comes back.
 //  - any other error on a connection that is not broken: back at once.

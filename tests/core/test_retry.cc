@@ -296,11 +296,22 @@ TEST_CASE("a non-retryable error comes back at once") {
 }
 
 TEST_CASE("no connection for a re-run: the source's status comes back") {
-  FakeConn own("own", {CR_SERVER_GONE_ERROR});
+  FakeConn own("own", {CR_SERVER_GONE_ERROR});  // never sent
   FakeSource src({});
   Run run;
   Status s = run.Go(&own, &src);
   CHECK(s.code() == Code::kPool);
+  CHECK(run.used == Names{"own"});
+  CHECK(src.calls == 1);
+}
+
+TEST_CASE("no connection for a re-run after a drop in flight: kUnknown") {
+  FakeConn own("own", {CR_SERVER_LOST});  // may have run
+  FakeSource src({});
+  Run run;
+  Status s = run.Go(&own, &src);
+  CHECK(s.code() == Code::kUnknown);
+  CHECK(s.server_errno() == CR_SERVER_LOST);
   CHECK(run.used == Names{"own"});
   CHECK(src.calls == 1);
 }

@@ -144,6 +144,17 @@ TEST_CASE("a holder stopped with SIGSTOP past its lease loses it, and learns so 
     if (write(to_parent[1], &r, sizeof r) != sizeof r) _exit(14);
     _exit(0);
   }
+  // Only the child writes to_parent and reads to_child: a child that exits
+  // early then ends the parent's read (EOF) instead of leaving it blocked.
+  close(to_parent[1]);
+  close(to_child[0]);
+  struct Fds {
+    int a, b;
+    ~Fds() {
+      close(a);
+      close(b);
+    }
+  } fds{to_parent[0], to_child[1]};
   uint64_t child_token = 0;
   REQUIRE(read(to_parent[0], &child_token, sizeof child_token) == sizeof child_token);
   REQUIRE(kill(pid, SIGSTOP) == 0);
@@ -189,6 +200,11 @@ TEST_CASE("a holder killed with SIGKILL: its lease is taken over after its ttl, 
     if (write(to_parent[1], &ok, 1) != 1) _exit(12);
     for (;;) pause();
   }
+  close(to_parent[1]);  // EOF for the read below if the child exits early
+  struct Fd {
+    int fd;
+    ~Fd() { close(fd); }
+  } fd{to_parent[0]};
   char ok = 0;
   REQUIRE(read(to_parent[0], &ok, 1) == 1);
   const auto acquired = Clock::now();  // the child's lease started before this
