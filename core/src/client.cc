@@ -1,3 +1,6 @@
+// The client behind dlock::Client: opening (URL, options, the first
+// connection and the schema), the pool, owner ids and the retry deadline.
+// The lock schemes are in lease_scheme.cc and row_scheme.cc.
 #include <mysqld_error.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -105,60 +108,6 @@ Status PoolConns::Fresh(SqlConn** out) {
   Status s = client_->GetConn(deadline_, &held_, stop_);
   if (s.ok()) *out = &*held_;
   return s;
-}
-
-Status ClientImpl::LeaseAcquire(const std::string& key, const std::string& owner, int64_t ttl_ms,
-                                Clock::time_point deadline, Conn* preferred, LeaseAttempt* out,
-                                const std::function<bool()>& stop) {
-  PoolConns fresh(this, deadline, stop);
-  RetryPolicy p("acquire", RetryUntil(deadline), stop);
-  return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool) {
-    ExecResult r;
-    auto sent = Clock::now();
-    Status s = c.Exec(lease_sql_.acquire,
-                      {Param::Bytes(key), Param::Bytes(owner), Param::Int(ttl_ms * 1000)}, &r);
-    if (!s.ok()) return s;
-    // 1 = inserted, 2 = took over / repeated our own; 0 = held by another.
-    out->won = r.affected > 0;
-    out->sent_at = sent;
-    out->fence = out->won ? r.insert_id : 0;
-    out->remaining_us = out->won ? ttl_ms * 1000 : static_cast<int64_t>(r.insert_id);
-    return s;
-  });
-}
-
-Status ClientImpl::LeaseRenew(const std::string& key, const std::string& owner, int64_t ttl_ms,
-                              bool* renewed, Clock::time_point* sent_at) {
-  PoolConns fresh(this, Clock::now());
-  RetryPolicy p("renew", RetryUntil(Clock::now()));
-  return RunIdempotent(nullptr, &fresh, p, [&](SqlConn& c, bool) {
-    ExecResult r;
-    *sent_at = Clock::now();
-    Status s = c.Exec(lease_sql_.renew,
-                      {Param::Int(ttl_ms * 1000), Param::Bytes(key), Param::Bytes(owner)}, &r);
-    if (s.ok()) *renewed = r.affected == 1;
-    return s;
-  });
-}
-
-Status ClientImpl::LeaseRelease(const std::string& key, const std::string& owner, Conn* preferred,
-                                bool* released, bool* ours) {
-  PoolConns fresh(this, Clock::now());
-  RetryPolicy p("release", RetryUntil(Clock::now()));
-  return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool rerun) {
-    ExecResult r;
-    Status s = c.Exec(lease_sql_.release, {Param::Bytes(key), Param::Bytes(owner)}, &r);
-    if (!s.ok()) return s;
-    *ours = r.affected == 1;
-    *released = *ours && r.insert_id == 1;
-    if (*ours || !rerun) return s;
-    // The dropped attempt may have released it: a free row (empty owner)
-    // means nobody took it since, so it was ours.
-    s = c.Exec(lease_sql_.read, {Param::Bytes(key)}, &r);
-    if (s.ok() && !r.rows.empty() && r.rows[0][0] && r.rows[0][0]->empty())
-      *ours = *released = true;
-    return s;
-  });
 }
 
 bool ClientImpl::RowKnown(const std::string& name) {

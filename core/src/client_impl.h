@@ -105,9 +105,10 @@ class ClientImpl {
   // when the statement may have run (dlock::GaveUp, retry.h).
   Status GaveUp(const Status& s, const char* what) const { return dlock::GaveUp(s, what); }
 
-  // Scheme 1, one statement each, re-run on a fresh connection when the
-  // connection drops (they are idempotent for the same owner) and on 1213:
-  // RunIdempotent (retry.h).
+  // Scheme 1, one statement each (defined in lease_scheme.cc, beside the
+  // statements), re-run on a fresh connection when the connection drops
+  // (they are idempotent for the same owner) and on 1213: RunIdempotent
+  // (retry.h).
   // preferred: a connection the caller already holds (used first; the pool
   // serves the retries), or nullptr.
   Status LeaseAcquire(const std::string& key, const std::string& owner, int64_t ttl_ms,

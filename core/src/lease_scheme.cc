@@ -13,6 +13,7 @@
 #include <random>
 
 #include "client_impl.h"
+#include "retry.h"
 #include "scheme.h"
 
 namespace dlock {
@@ -29,6 +30,13 @@ int64_t JitterUs(int64_t us) {
   thread_local std::minstd_rand rng(std::random_device{}());
   std::uniform_int_distribution<int64_t> d(us * 3 / 4, us + us / 4);
   return d(rng);
+}
+
+// What a release statement said (it matches our row only while we own it,
+// and reports through LAST_INSERT_ID whether the lease was still live).
+void ReadRelease(const ExecResult& r, bool* freed, bool* ours) {
+  *ours = r.affected == 1;
+  *freed = *ours && r.insert_id == 1;
 }
 
 // The wake-up name of a lease row (GET_LOCK): a hint for waiters, never
@@ -293,8 +301,7 @@ Status LeaseScheme::ReleaseDb(const std::string& owner, Status* business, bool* 
     ExecResult r;
     s = own_conn_->Exec(c_->lease_sql().release, {Param::Bytes(db_key_), Param::Bytes(owner)}, &r);
     if (s.ok()) {
-      *ours = r.affected == 1;
-      *freed = *ours && r.insert_id == 1;
+      ReadRelease(r, freed, ours);
       *business = EndTxn(*freed ? "COMMIT" : "ROLLBACK");
       if (business->ok() && !*freed)
         *business = Status(Code::kLost, "the lease was lost, so the transaction was rolled back");
@@ -316,8 +323,7 @@ Status LeaseScheme::ReleaseDb(const std::string& owner, Status* business, bool* 
     s = own_conn_->Exec(c_->lease_sql().release_and_wake,
                         {Param::Bytes(wake_name_), Param::Bytes(db_key_), Param::Bytes(owner)}, &r);
     if (s.ok()) {
-      *ours = r.affected == 1;
-      *freed = *ours && r.insert_id == 1;
+      ReadRelease(r, freed, ours);
       if (*ours) has_wake_name_ = false;  // given up inside the statement
     } else {  // dropped: the retrying path re-checks on a fresh connection
       s = c_->LeaseRelease(db_key_, owner, nullptr, freed, ours);
@@ -456,6 +462,63 @@ LeaseSql MakeLeaseSql(const ClientOptions& opts) {
                                 now + ") + 0 * IFNULL(RELEASE_LOCK(?), 0), '1970-01-01 00:00:00', "
                                 "'1970-01-01 00:00:00') WHERE lock_key = ? AND owner = ?";
   return sql;
+}
+
+// The three one-statement operations, for the scheme and for cleanup's
+// guard lease; idempotent for the same owner, so RunIdempotent re-runs them
+// after a dropped connection.
+
+Status ClientImpl::LeaseAcquire(const std::string& key, const std::string& owner, int64_t ttl_ms,
+                                Clock::time_point deadline, Conn* preferred, LeaseAttempt* out,
+                                const std::function<bool()>& stop) {
+  PoolConns fresh(this, deadline, stop);
+  RetryPolicy p("acquire", RetryUntil(deadline), stop);
+  return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool) {
+    ExecResult r;
+    auto sent = Clock::now();
+    Status s = c.Exec(lease_sql_.acquire,
+                      {Param::Bytes(key), Param::Bytes(owner), Param::Int(ttl_ms * 1000)}, &r);
+    if (!s.ok()) return s;
+    // 1 = inserted, 2 = took over / repeated our own; 0 = held by another.
+    out->won = r.affected > 0;
+    out->sent_at = sent;
+    out->fence = out->won ? r.insert_id : 0;
+    out->remaining_us = out->won ? ttl_ms * 1000 : static_cast<int64_t>(r.insert_id);
+    return s;
+  });
+}
+
+Status ClientImpl::LeaseRenew(const std::string& key, const std::string& owner, int64_t ttl_ms,
+                              bool* renewed, Clock::time_point* sent_at) {
+  PoolConns fresh(this, Clock::now());
+  RetryPolicy p("renew", RetryUntil(Clock::now()));
+  return RunIdempotent(nullptr, &fresh, p, [&](SqlConn& c, bool) {
+    ExecResult r;
+    *sent_at = Clock::now();
+    Status s = c.Exec(lease_sql_.renew,
+                      {Param::Int(ttl_ms * 1000), Param::Bytes(key), Param::Bytes(owner)}, &r);
+    if (s.ok()) *renewed = r.affected == 1;
+    return s;
+  });
+}
+
+Status ClientImpl::LeaseRelease(const std::string& key, const std::string& owner, Conn* preferred,
+                                bool* released, bool* ours) {
+  PoolConns fresh(this, Clock::now());
+  RetryPolicy p("release", RetryUntil(Clock::now()));
+  return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool rerun) {
+    ExecResult r;
+    Status s = c.Exec(lease_sql_.release, {Param::Bytes(key), Param::Bytes(owner)}, &r);
+    if (!s.ok()) return s;
+    ReadRelease(r, released, ours);
+    if (*ours || !rerun) return s;
+    // The dropped attempt may have released it: a free row (empty owner)
+    // means nobody took it since, so it was ours.
+    s = c.Exec(lease_sql_.read, {Param::Bytes(key)}, &r);
+    if (s.ok() && !r.rows.empty() && r.rows[0][0] && r.rows[0][0]->empty())
+      *ours = *released = true;
+    return s;
+  });
 }
 
 std::unique_ptr<Scheme> MakeLeaseScheme(const SchemeArgs& a) {
