@@ -297,92 +297,76 @@ Status Config::Set(const std::string& key, const std::string& value) {
   return s;
 }
 
-Status ParseUrl(const std::string& url, ClientOptions* out) {
-  ClientOptions o;
-  std::string rest;
-  if (url.compare(0, 8, "mysql://") == 0) {
-    rest = url.substr(8);
-  } else if (url.compare(0, 10, "mariadb://") == 0) {
-    rest = url.substr(10);
-  } else {
-    return Status::Invalid("URL must start with mysql:// or mariadb:// "
-                           "(mysql://user[:password]@host[:port]/database[?options])");
-  }
-  // A '/', '?' or '#' left unencoded in the user name or password ends the
-  // authority early, and what follows looks like a database or options. When
-  // the URL's shape breaks, and an '@' comes after the first such character
-  // with none before it, that is the likely cause: say so (without echoing
-  // the password).
-  const std::string whole = rest;
-  auto shape = [&whole](const std::string& msg) {
-    size_t first = whole.find_first_of("/?#");
-    size_t at = whole.rfind('@');
-    if (first != std::string::npos && at != std::string::npos && at > first &&
-        whole.find('@') > first) {
-      bool password = whole.substr(0, first).find(':') != std::string::npos;
-      return Status::Invalid(std::string("URL: the ") + (password ? "password" : "user name") +
-                             " seems to contain '/', '?' or '#': percent-encode it "
-                             "(%2F, %3F, %23)");
-    }
-    return Status::Invalid(msg);
-  };
-  // The port is not echoed: with the '@' missing, it would be the password.
-  const char* const kBadPort = "URL: the port (after the host's ':') must be an integer 1..65535";
-  if (rest.find('#') != std::string::npos)
-    return shape("URL: '#' is not allowed (a #fragment means nothing here; write a '#' in a "
-                 "name or value as %23)");
-  std::string query;
-  size_t q = rest.find('?');
-  if (q != std::string::npos) {
-    query = rest.substr(q + 1);
-    rest.resize(q);
-  }
-  size_t slash = rest.find('/');
-  if (slash == std::string::npos) return shape("URL has no /database");
-  std::string authority = rest.substr(0, slash);
-  Status s = PercentDecode(rest.substr(slash + 1), "database", &o.database);
-  if (!s.ok()) return s;
-  if (o.database.empty()) return shape("URL has an empty database name");
-  if (o.database.find('/') != std::string::npos || o.database.find('`') != std::string::npos)
-    return shape("URL database name contains '/' or '`'");
+namespace {
 
+// A '/', '?' or '#' left unencoded in the user name or password ends the
+// authority early, and what follows looks like a database or options. When
+// the URL's shape breaks, and an '@' comes after the first such character
+// with none before it, that is the likely cause: say so (without echoing the
+// password). rest: the URL after its scheme.
+Status ShapeError(const std::string& rest, const std::string& msg) {
+  size_t first = rest.find_first_of("/?#");
+  size_t at = rest.rfind('@');
+  if (first != std::string::npos && at != std::string::npos && at > first &&
+      rest.find('@') > first) {
+    bool password = rest.substr(0, first).find(':') != std::string::npos;
+    return Status::Invalid(std::string("URL: the ") + (password ? "password" : "user name") +
+                           " seems to contain '/', '?' or '#': percent-encode it "
+                           "(%2F, %3F, %23)");
+  }
+  return Status::Invalid(msg);
+}
+
+// The port is not echoed: with the '@' missing, it would be the password.
+constexpr const char* kBadPort = "URL: the port (after the host's ':') must be an integer 1..65535";
+
+Status ParsePort(const std::string& text, const std::string& rest, unsigned* port) {
+  int64_t p = 0;
+  if (!ParseInt(text, 1, 65535, "port", &p).ok()) return ShapeError(rest, kBadPort);
+  *port = static_cast<unsigned>(p);
+  return Status::OK();
+}
+
+// user[:password]@host[:port], host as a name, an address or [v6].
+Status ParseAuthority(const std::string& authority, const std::string& rest, ClientOptions* o) {
+  Status s;
   size_t at = authority.rfind('@');
   std::string hostport = authority;
   if (at != std::string::npos) {
     std::string userinfo = authority.substr(0, at);
     hostport = authority.substr(at + 1);
     size_t colon = userinfo.find(':');
-    if (!(s = PercentDecode(userinfo.substr(0, colon), "user", &o.user)).ok()) return s;
+    if (!(s = PercentDecode(userinfo.substr(0, colon), "user", &o->user)).ok()) return s;
     if (colon != std::string::npos) {
       // The password is never echoed, not even in this error.
-      if (!(s = PercentDecode(userinfo.substr(colon + 1), "password", &o.password)).ok())
+      if (!(s = PercentDecode(userinfo.substr(colon + 1), "password", &o->password)).ok())
         return Status::Invalid("URL: bad %-escape in the password");
     }
   }
   if (!hostport.empty() && hostport[0] == '[') {  // [v6]:port
     size_t close = hostport.find(']');
     if (close == std::string::npos) return Status::Invalid("URL: unclosed '[' in host");
-    o.host = hostport.substr(1, close - 1);
-    if (o.host.empty()) return Status::Invalid("URL: empty host '[]'");
+    o->host = hostport.substr(1, close - 1);
+    if (o->host.empty()) return Status::Invalid("URL: empty host '[]'");
     std::string after = hostport.substr(close + 1);
     if (!after.empty()) {
       if (after[0] != ':') return Status::Invalid("URL: junk after ']' in host");
-      int64_t p = 0;
-      if (!ParseInt(after.substr(1), 1, 65535, "port", &p).ok()) return shape(kBadPort);
-      o.port = static_cast<unsigned>(p);
+      if (!(s = ParsePort(after.substr(1), rest, &o->port)).ok()) return s;
     }
   } else {
     size_t colon = hostport.rfind(':');
-    std::string host = hostport.substr(0, colon);
-    if (!(s = PercentDecode(host, "host", &o.host)).ok()) return s;
+    if (!(s = PercentDecode(hostport.substr(0, colon), "host", &o->host)).ok()) return s;
     if (colon != std::string::npos) {
-      int64_t p = 0;
-      if (!ParseInt(hostport.substr(colon + 1), 1, 65535, "port", &p).ok()) return shape(kBadPort);
-      o.port = static_cast<unsigned>(p);
+      if (!(s = ParsePort(hostport.substr(colon + 1), rest, &o->port)).ok()) return s;
     }
   }
-  if (o.host.empty()) o.host = "127.0.0.1";
+  if (o->host.empty()) o->host = "127.0.0.1";
+  return Status::OK();
+}
 
+// ?k=v&k=v: client options.
+Status ApplyQuery(const std::string& query, ClientOptions* o) {
+  Status s;
   size_t pos = 0;
   while (pos < query.size()) {
     size_t amp = query.find('&', pos);
@@ -395,8 +379,42 @@ Status ParseUrl(const std::string& url, ClientOptions* out) {
     if (!(s = PercentDecode(kv.substr(0, eq), "option name", &k)).ok()) return s;
     if (!(s = PercentDecode(kv.substr(eq + 1), "option value", &v)).ok()) return s;
     if (!IsClientKey(k)) return Status::Invalid("unknown URL option '" + QuoteKey(k) + "'");
-    if (!(s = ApplyClientOption(k, v, &o)).ok()) return s;
+    if (!(s = ApplyClientOption(k, v, o)).ok()) return s;
   }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ParseUrl(const std::string& url, ClientOptions* out) {
+  ClientOptions o;
+  std::string rest;
+  if (url.compare(0, 8, "mysql://") == 0) {
+    rest = url.substr(8);
+  } else if (url.compare(0, 10, "mariadb://") == 0) {
+    rest = url.substr(10);
+  } else {
+    return Status::Invalid("URL must start with mysql:// or mariadb:// "
+                           "(mysql://user[:password]@host[:port]/database[?options])");
+  }
+  if (rest.find('#') != std::string::npos)
+    return ShapeError(rest, "URL: '#' is not allowed (a #fragment means nothing here; write a "
+                            "'#' in a name or value as %23)");
+  std::string path = rest, query;
+  size_t q = path.find('?');
+  if (q != std::string::npos) {
+    query = path.substr(q + 1);
+    path.resize(q);
+  }
+  size_t slash = path.find('/');
+  if (slash == std::string::npos) return ShapeError(rest, "URL has no /database");
+  Status s = PercentDecode(path.substr(slash + 1), "database", &o.database);
+  if (!s.ok()) return s;
+  if (o.database.empty()) return ShapeError(rest, "URL has an empty database name");
+  if (o.database.find('/') != std::string::npos || o.database.find('`') != std::string::npos)
+    return ShapeError(rest, "URL database name contains '/' or '`'");
+  if (!(s = ParseAuthority(path.substr(0, slash), rest, &o)).ok()) return s;
+  if (!(s = ApplyQuery(query, &o)).ok()) return s;
   if (o.password.empty()) {
     const char* env = std::getenv("DLOCK_PASSWORD");
     if (env != nullptr) o.password = env;
