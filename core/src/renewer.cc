@@ -147,98 +147,104 @@ Status Renewer::RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock
   return Status::OK();
 }
 
+void Renewer::Scan(Clock::time_point now, Batches* batches, Expired* expired,
+                   Clock::time_point* next) {
+  *next = now + std::chrono::hours(1);
+  bool fire = false;
+  for (auto& kv : entries_) {
+    Entry& e = kv.second;
+    if (now >= e.deadline) {
+      expired->emplace_back(kv.first, e.tripped
+                                          ? "max hold time reached: the lease was not renewed and ran out"
+                                          : "no renewal succeeded before the lease ran out");
+      continue;
+    }
+    if (!e.tripped && e.max_hold_ms > 0 &&
+        now - e.acquired_at >= std::chrono::milliseconds(e.max_hold_ms)) {
+      e.tripped = true;
+      client_->counters().max_hold_trips.fetch_add(1);
+      client_->Raise(EventType::kMaxHold, Severity::kCritical, e.key, e.owner, kv.first->Token(),
+                     "max hold time of " + std::to_string(e.max_hold_ms) +
+                         " ms reached: renewal stopped, the lease will expire (is the job stuck?)");
+    }
+    if (e.tripped) {
+      *next = std::min(*next, e.deadline);
+      continue;
+    }
+    const auto due = std::max(e.last_sent + std::chrono::microseconds(DueUs(e.ttl_ms)), e.retry_at);
+    if (due <= now) fire = true;
+    *next = std::min({*next, due, e.deadline});
+  }
+  // A tick fires when some lease is due, and takes along every lease that
+  // would fall due within the next ttl/6: leases acquired at different
+  // times merge into one statement after a round or two.
+  if (!fire) return;
+  for (auto& kv : entries_) {
+    const Entry& e = kv.second;
+    if (e.tripped || now >= e.deadline) continue;
+    const auto due = std::max(e.last_sent + std::chrono::microseconds(DueUs(e.ttl_ms)), e.retry_at);
+    if (due - std::chrono::microseconds(SlackUs(e.ttl_ms)) <= now)
+      (*batches)[e.ttl_ms].push_back(Item{kv.first, e.key, e.owner});
+  }
+}
+
+void Renewer::Lost(LockImpl* lock, const std::string& why) {
+  Entry& e = entries_[lock];
+  client_->counters().lost.fetch_add(1);
+  client_->Raise(EventType::kLost, Severity::kCritical, e.key, e.owner, lock->Token(), why);
+  lock->OnLost(e.owner, why);
+  entries_.erase(lock);
+}
+
+void Renewer::Apply(int64_t ttl, const std::vector<Item>& items, const Status& s,
+                    Clock::time_point sent, const std::vector<Outcome>& outcomes) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Item& it = items[i];
+    auto e = entries_.find(it.lock);
+    if (e == entries_.end() || e->second.owner != it.owner) continue;  // released meanwhile
+    Entry& en = e->second;
+    if (outcomes[i] == Outcome::kRenewed) {
+      en.last_sent = sent;
+      en.deadline = sent + std::chrono::milliseconds(ttl);
+      en.failures = 0;
+      en.retry_at = {};
+      it.lock->OnRenewed(it.owner, en.deadline);
+    } else if (outcomes[i] == Outcome::kLost) {
+      Lost(it.lock, "the lease had expired by the database clock or another owner took it");
+    } else {
+      // Transient: retry soon, within what is left of the lease.
+      int ms = std::min(1000, 50 << std::min(en.failures, 4));
+      en.retry_at = Clock::now() + std::chrono::milliseconds(ms);
+      if (en.failures++ == 0) {
+        client_->Raise(EventType::kRenewRetry, Severity::kWarning, en.key, en.owner,
+                       it.lock->Token(),
+                       "renewal failed, retrying until the lease runs out: " + s.message());
+      }
+    }
+  }
+}
+
 void Renewer::Run() {
   mysql_thread_init();
   RelockableMutexLock g(mu_);
   while (!stop_) {
-    const auto now = Clock::now();
-    auto next = now + std::chrono::hours(1);
-    std::map<int64_t, std::vector<Item>> batches;  // by ttl
-    std::vector<std::pair<LockImpl*, std::string>> expired;
-    bool fire = false;
-    for (auto& kv : entries_) {
-      Entry& e = kv.second;
-      if (now >= e.deadline) {
-        expired.emplace_back(kv.first, e.tripped ? "max hold time reached: the lease was not renewed and ran out"
-                                                 : "no renewal succeeded before the lease ran out");
-        continue;
-      }
-      if (!e.tripped && e.max_hold_ms > 0 &&
-          now - e.acquired_at >= std::chrono::milliseconds(e.max_hold_ms)) {
-        e.tripped = true;
-        client_->counters().max_hold_trips.fetch_add(1);
-        client_->Raise(EventType::kMaxHold, Severity::kCritical, e.key, e.owner, kv.first->Token(),
-                       "max hold time of " + std::to_string(e.max_hold_ms) +
-                           " ms reached: renewal stopped, the lease will expire (is the job stuck?)");
-      }
-      if (e.tripped) {
-        next = std::min(next, e.deadline);
-        continue;
-      }
-      const auto due = std::max(e.last_sent + std::chrono::microseconds(DueUs(e.ttl_ms)), e.retry_at);
-      if (due <= now) fire = true;
-      next = std::min({next, due, e.deadline});
-    }
-    // A tick fires when some lease is due, and takes along every lease that
-    // would fall due within the next ttl/6: leases acquired at different
-    // times merge into one statement after a round or two.
-    if (fire) {
-      for (auto& kv : entries_) {
-        const Entry& e = kv.second;
-        if (e.tripped || now >= e.deadline) continue;
-        const auto due = std::max(e.last_sent + std::chrono::microseconds(DueUs(e.ttl_ms)), e.retry_at);
-        if (due - std::chrono::microseconds(SlackUs(e.ttl_ms)) <= now)
-          batches[e.ttl_ms].push_back(Item{kv.first, e.key, e.owner});
-      }
-    }
-    for (auto& x : expired) {
-      Entry& e = entries_[x.first];
-      client_->counters().lost.fetch_add(1);
-      client_->Raise(EventType::kLost, Severity::kCritical, e.key, e.owner, x.first->Token(),
-                     x.second);
-      x.first->OnLost(e.owner, x.second);
-      entries_.erase(x.first);
-    }
+    Batches batches;
+    Expired expired;
+    Clock::time_point next;
+    Scan(Clock::now(), &batches, &expired, &next);
+    for (auto& x : expired) Lost(x.first, x.second);
     if (batches.empty()) {
       if (expired.empty()) cv_.wait_until(mu_, next);
       continue;
     }
     client_->counters().renew_ticks.fetch_add(1);
     for (auto& kv : batches) {
-      const int64_t ttl = kv.first;
       std::vector<Outcome> outcomes;
       Clock::time_point sent;
       g.Unlock();  // no lock held during I/O: Remove() and Add() stay quick
-      Status s = RenewBatch(ttl, kv.second, &sent, &outcomes);
+      Status s = RenewBatch(kv.first, kv.second, &sent, &outcomes);
       g.Lock();
-      for (size_t i = 0; i < kv.second.size(); ++i) {
-        const Item& it = kv.second[i];
-        auto e = entries_.find(it.lock);
-        if (e == entries_.end() || e->second.owner != it.owner) continue;  // released meanwhile
-        Entry& en = e->second;
-        if (outcomes[i] == Outcome::kRenewed) {
-          en.last_sent = sent;
-          en.deadline = sent + std::chrono::milliseconds(ttl);
-          en.failures = 0;
-          en.retry_at = {};
-          it.lock->OnRenewed(it.owner, en.deadline);
-        } else if (outcomes[i] == Outcome::kLost) {
-          const std::string why = "the lease had expired by the database clock or another owner took it";
-          client_->counters().lost.fetch_add(1);
-          client_->Raise(EventType::kLost, Severity::kCritical, en.key, en.owner, it.lock->Token(),
-                         why);
-          it.lock->OnLost(it.owner, why);
-          entries_.erase(e);
-        } else {
-          // Transient: retry soon, within what is left of the lease.
-          int ms = std::min(1000, 50 << std::min(en.failures, 4));
-          en.retry_at = Clock::now() + std::chrono::milliseconds(ms);
-          if (en.failures++ == 0) {
-            client_->Raise(EventType::kRenewRetry, Severity::kWarning, en.key, en.owner, it.lock->Token(),
-                           "renewal failed, retrying until the lease runs out: " + s.message());
-          }
-        }
-      }
+      Apply(kv.first, kv.second, s, sent, outcomes);
     }
   }
   g.Unlock();

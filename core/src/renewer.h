@@ -49,6 +49,18 @@ class Renewer {
   enum class Outcome { kRenewed, kLost, kError };
 
   void Run() EXCLUDES(mu_);
+  using Batches = std::map<int64_t, std::vector<Item>>;  // by ttl
+  using Expired = std::vector<std::pair<LockImpl*, std::string>>;
+  // One look at every lease: those that ran out, max-hold trips (raised
+  // here), and, when one is due, the batches to renew now; *next: when to
+  // look again.
+  void Scan(Clock::time_point now, Batches* batches, Expired* expired, Clock::time_point* next)
+      REQUIRES(mu_);
+  // A lease is lost: counted, reported, the lock told, forgotten.
+  void Lost(LockImpl* lock, const std::string& why) REQUIRES(mu_);
+  // What a batch's statement said, applied to the entries still there.
+  void Apply(int64_t ttl, const std::vector<Item>& items, const Status& s, Clock::time_point sent,
+             const std::vector<Outcome>& outcomes) REQUIRES(mu_);
   // Renews items (all with the same ttl) in as few statements as possible.
   // Fills outcomes[i]; returns the status of the failure, if any. Runs on
   // the renewer's thread without mu_: I/O never blocks Add() and Remove().
