@@ -245,37 +245,53 @@ Status Conn::Exec(const std::string& sql, const std::vector<Param>& params, Exec
   return Run(st, params, out);
 }
 
+namespace {
+
+// The MYSQL_BINDs of a statement's parameters, with the storage they point
+// into (alive until the statement ran).
+class ParamBinds {
+ public:
+  explicit ParamBinds(const std::vector<Param>& params)
+      : binds_(params.size()), lengths_(params.size()), ints_(params.size()), nulls_(params.size()) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      MYSQL_BIND& b = binds_[i];
+      std::memset(&b, 0, sizeof b);
+      const Param& p = params[i];
+      if (p.kind == Param::kInt) {
+        ints_[i] = p.i;
+        b.buffer_type = MYSQL_TYPE_LONGLONG;
+        b.buffer = &ints_[i];
+      } else if ((p.kind == Param::kBytes || p.kind == Param::kText) && p.s != nullptr) {
+        // BLOB = binary: the bytes reach VARBINARY columns unchanged. Text
+        // goes in the connection's character set (utf8mb4).
+        lengths_[i] = static_cast<unsigned long>(p.s->size());
+        b.buffer_type = p.kind == Param::kBytes ? MYSQL_TYPE_BLOB : MYSQL_TYPE_STRING;
+        b.buffer = const_cast<char*>(p.s->data());
+        b.buffer_length = lengths_[i];
+        b.length = &lengths_[i];
+      } else {
+        nulls_[i] = 1;
+        b.buffer_type = MYSQL_TYPE_NULL;
+        b.is_null = &nulls_[i];
+      }
+    }
+  }
+  MYSQL_BIND* data() { return binds_.data(); }
+
+ private:
+  std::vector<MYSQL_BIND> binds_;
+  std::vector<unsigned long> lengths_;
+  std::vector<long long> ints_;
+  std::vector<my_bool> nulls_;
+};
+
+}  // namespace
+
 Status Conn::Run(MYSQL_STMT* st, const std::vector<Param>& params, ExecResult* out) {
   if (mysql_stmt_param_count(st) != params.size())
     return Status::Invalid("statement expects " + std::to_string(mysql_stmt_param_count(st)) +
                            " parameters, got " + std::to_string(params.size()));
-
-  std::vector<MYSQL_BIND> binds(params.size());
-  std::vector<unsigned long> lengths(params.size());
-  std::vector<long long> ints(params.size());
-  std::vector<my_bool> nulls(params.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    MYSQL_BIND& b = binds[i];
-    std::memset(&b, 0, sizeof b);
-    const Param& p = params[i];
-    if (p.kind == Param::kInt) {
-      ints[i] = p.i;
-      b.buffer_type = MYSQL_TYPE_LONGLONG;
-      b.buffer = &ints[i];
-    } else if ((p.kind == Param::kBytes || p.kind == Param::kText) && p.s != nullptr) {
-      // BLOB = binary: the bytes reach VARBINARY columns unchanged. Text goes
-      // in the connection's character set (utf8mb4).
-      lengths[i] = static_cast<unsigned long>(p.s->size());
-      b.buffer_type = p.kind == Param::kBytes ? MYSQL_TYPE_BLOB : MYSQL_TYPE_STRING;
-      b.buffer = const_cast<char*>(p.s->data());
-      b.buffer_length = lengths[i];
-      b.length = &lengths[i];
-    } else {
-      nulls[i] = 1;
-      b.buffer_type = MYSQL_TYPE_NULL;
-      b.is_null = &nulls[i];
-    }
-  }
+  ParamBinds binds(params);
   if (!params.empty() && mysql_stmt_bind_param(st, binds.data()) != 0)
     return Fail("bind", mysql_stmt_errno(st), mysql_stmt_error(st));
   Count();
@@ -285,14 +301,19 @@ Status Conn::Run(MYSQL_STMT* st, const std::vector<Param>& params, ExecResult* o
   }
   out->affected = mysql_stmt_affected_rows(st);
   out->insert_id = mysql_stmt_insert_id(st);
-  unsigned nfields = mysql_stmt_field_count(st);
-  if (nfields == 0) return Status::OK();
-
+  if (mysql_stmt_field_count(st) == 0) return Status::OK();
   if (mysql_stmt_store_result(st) != 0) {
     Status s = Fail("store result", mysql_stmt_errno(st), mysql_stmt_error(st));
     mysql_stmt_free_result(st);
     return s;
   }
+  Status s = FetchRows(st, out);
+  mysql_stmt_free_result(st);
+  return s;
+}
+
+Status Conn::FetchRows(MYSQL_STMT* st, ExecResult* out) {
+  const unsigned nfields = mysql_stmt_field_count(st);
   std::vector<MYSQL_BIND> rb(nfields);
   std::vector<std::vector<char>> bufs(nfields, std::vector<char>(kColumnBuffer));
   std::vector<unsigned long> rlen(nfields);
@@ -306,40 +327,33 @@ Status Conn::Run(MYSQL_STMT* st, const std::vector<Param>& params, ExecResult* o
     rb[i].is_null = &rnull[i];
     rb[i].error = &rerr[i];
   }
-  Status s;
-  if (mysql_stmt_bind_result(st, rb.data()) != 0) {
-    s = Fail("bind result", mysql_stmt_errno(st), mysql_stmt_error(st));
-  } else {
-    for (;;) {
-      int rc = mysql_stmt_fetch(st);
-      if (rc == MYSQL_NO_DATA) break;
-      if (rc == 1) {
-        s = Fail("fetch", mysql_stmt_errno(st), mysql_stmt_error(st));
-        break;
+  if (mysql_stmt_bind_result(st, rb.data()) != 0)
+    return Fail("bind result", mysql_stmt_errno(st), mysql_stmt_error(st));
+  for (;;) {
+    int rc = mysql_stmt_fetch(st);
+    if (rc == MYSQL_NO_DATA) return Status::OK();
+    if (rc == 1) return Fail("fetch", mysql_stmt_errno(st), mysql_stmt_error(st));
+    Row row(nfields);
+    for (unsigned i = 0; i < nfields; ++i) {
+      if (rnull[i]) continue;
+      if (rlen[i] <= kColumnBuffer) {
+        row[i] = std::string(bufs[i].data(), rlen[i]);
+        continue;
       }
-      Row row(nfields);
-      for (unsigned i = 0; i < nfields; ++i) {
-        if (rnull[i]) continue;
-        if (rlen[i] <= kColumnBuffer) {
-          row[i] = std::string(bufs[i].data(), rlen[i]);
-        } else {
-          std::string big(rlen[i], '\0');
-          MYSQL_BIND one;
-          std::memset(&one, 0, sizeof one);
-          unsigned long got = 0;
-          one.buffer_type = MYSQL_TYPE_STRING;
-          one.buffer = &big[0];
-          one.buffer_length = rlen[i];
-          one.length = &got;
-          mysql_stmt_fetch_column(st, &one, i, 0);
-          row[i] = std::move(big);
-        }
-      }
-      out->rows.push_back(std::move(row));
+      // Longer than the buffer (MYSQL_DATA_TRUNCATED): fetch it whole.
+      std::string big(rlen[i], '\0');
+      MYSQL_BIND one;
+      std::memset(&one, 0, sizeof one);
+      unsigned long got = 0;
+      one.buffer_type = MYSQL_TYPE_STRING;
+      one.buffer = &big[0];
+      one.buffer_length = rlen[i];
+      one.length = &got;
+      mysql_stmt_fetch_column(st, &one, i, 0);
+      row[i] = std::move(big);
     }
+    out->rows.push_back(std::move(row));
   }
-  mysql_stmt_free_result(st);
-  return s;
 }
 
 }  // namespace dlock

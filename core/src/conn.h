@@ -110,6 +110,8 @@ class Conn : public SqlConn {
  private:
   explicit Conn(MYSQL* m);
   Status Run(MYSQL_STMT* st, const std::vector<Param>& params, ExecResult* out);
+  // The rows of a stored result, every column as bytes.
+  Status FetchRows(MYSQL_STMT* st, ExecResult* out);
   void Count() {
     if (sent_ != nullptr) sent_->fetch_add(1, std::memory_order_relaxed);
   }
