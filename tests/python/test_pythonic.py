@@ -87,6 +87,9 @@ _SIGINT_CHILD = textwrap.dedent(
     import os, signal, sys, threading, time
     import dlock
 
+    # A child started with SIGINT ignored (a background job, nohup) would
+    # never see it: ask for Python's own handler.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     client = dlock.connect(sys.argv[1])
     lock = client.lock(sys.argv[2], ttl=60)
     after, by_self = int(sys.argv[3]), sys.argv[4] == "self"
@@ -108,8 +111,8 @@ _SIGINT_CHILD = textwrap.dedent(
 
 # after=2, parent: Ctrl-C while the acquire waits on the server.
 # after=1, self: the signal comes as the first (inline) attempt is sent,
-# before the wait listens for signals: it must not be lost either.
-@pytest.mark.parametrize("after,sender", [(2, "parent"), (1, "self"), (1, "self"), (1, "self")])
+# around the moment the wait starts to listen for signals.
+@pytest.mark.parametrize("after,sender", [(2, "parent"), (1, "self")])
 def test_ctrl_c_interrupts_an_unlimited_acquire(client: dlock.Client, db_url: str, key: str,
                                                 after: int, sender: str) -> None:
     holder = client.lock(key, ttl=60)
