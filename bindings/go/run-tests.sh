@@ -34,11 +34,17 @@ if [ -z "${1:-}" ]; then
   [ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" -G Ninja -DBUILD_TESTING=OFF >/dev/null
   cmake --build "$build" -j2   # everything: install copies every installed target
 fi
-cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
-libdir=$(dirname "$(find "$tmp/prefix" -name dlock.pc | head -n1)")/..
+# A prefix and a Go build cache of this build dir's own: cgo's cached link
+# flags name the prefix, and a shared cache let one run link against another
+# run's temporary prefix after it was deleted ("cannot find -ldlock").
+prefix=$build/go-prefix
+rm -rf "$prefix"
+cmake --install "$build" --prefix "$prefix" >/dev/null
+export GOCACHE=$build/go-cache
+libdir=$(dirname "$(find "$prefix" -name dlock.pc | head -n1)")/..
 export PKG_CONFIG_PATH="$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export LD_LIBRARY_PATH="$(cd "$libdir" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-echo "go-tests: $(go version); libdlock $(pkg-config --modversion dlock) from a temporary prefix"
+echo "go-tests: $(go version); libdlock $(pkg-config --modversion dlock) from $prefix"
 
 cd "$here"
 status=0
