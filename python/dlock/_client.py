@@ -508,11 +508,14 @@ class Lock:
         self._key = _convert.check_key(key)
         self._mode = str(options.get("mode", "lease"))
         self._wait_ms = _convert.ms(wait, "wait")
-        self._transaction = bool(transaction)
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable")
         self._on_lost = on_lost
         self._client = client
+        if transaction:
+            # The core opens it with every acquisition, and gives the lock
+            # back when it cannot (transaction=1).
+            options = dict(options, transaction=True)
         self._core = _core.Lock(client._c(), key, _convert.options(options))
         self._watch_mu = threading.Lock()
         self._watcher: Optional[threading.Thread] = None
@@ -613,12 +616,6 @@ class Lock:
     def _acquire_ms(self, wait_ms: int) -> bool:
         if not self._core.try_(wait_ms):
             return False
-        try:
-            if self._transaction and self._core.hold_count == 1:
-                self._core.begin()
-        except BaseException:
-            self._release_quietly()
-            raise
         if self._on_lost is not None:
             self._start_watcher()
         return True
