@@ -49,24 +49,26 @@ typedef long long swig_type_16;
 typedef long long swig_type_17;
 typedef long long swig_type_18;
 typedef long long swig_type_19;
-typedef _gostring_ swig_type_20;
+typedef long long swig_type_20;
 typedef long long swig_type_21;
-typedef _goslice_ swig_type_22;
+typedef _gostring_ swig_type_22;
 typedef long long swig_type_23;
-typedef long long swig_type_24;
+typedef _goslice_ swig_type_24;
 typedef long long swig_type_25;
 typedef long long swig_type_26;
 typedef long long swig_type_27;
 typedef long long swig_type_28;
 typedef long long swig_type_29;
 typedef long long swig_type_30;
-typedef _gostring_ swig_type_31;
-typedef _gostring_ swig_type_32;
+typedef long long swig_type_31;
+typedef long long swig_type_32;
 typedef _gostring_ swig_type_33;
 typedef _gostring_ swig_type_34;
 typedef _gostring_ swig_type_35;
 typedef _gostring_ swig_type_36;
-typedef long long swig_type_37;
+typedef _gostring_ swig_type_37;
+typedef _gostring_ swig_type_38;
+typedef long long swig_type_39;
 extern void _wrap_Swig_free_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
 extern uintptr_t _wrap_Swig_malloc_dlockc_a8ec82a49ad92fb7(swig_intgo arg1);
 extern uintptr_t _wrap_dlockswig_config_new_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
@@ -117,13 +119,14 @@ extern swig_intgo _wrap_dlock_release_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, ui
 extern swig_intgo _wrap_dlock_rollback_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, uintptr_t arg2);
 extern swig_intgo _wrap_dlock_begin_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, uintptr_t arg2);
 extern swig_intgo _wrap_dlock_wait_lost_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_19 arg2, uintptr_t arg3);
+extern swig_intgo _wrap_dlock_wait_lost_from_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_20 arg2, swig_type_21 arg3, uintptr_t arg4);
 extern swig_intgo _wrap_dlock_cancel_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
 extern swig_intgo _wrap_dlock_state_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
 extern swig_intgo _wrap_dlock_held_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
-extern swig_type_20 _wrap_dlock_owner_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
-extern swig_type_21 _wrap_dlock_owner_copy_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_22 arg2);
-extern swig_type_23 _wrap_dlock_token_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
-extern swig_type_24 _wrap_dlock_remaining_ms_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern swig_type_22 _wrap_dlock_owner_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern swig_type_23 _wrap_dlock_owner_copy_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_24 arg2);
+extern swig_type_25 _wrap_dlock_token_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern swig_type_26 _wrap_dlock_remaining_ms_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
 extern swig_intgo _wrap_dlock_hold_count_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
 extern swig_intgo _wrap_DLOCK_EVENT_LOST_dlockc_a8ec82a49ad92fb7(void);
 extern swig_intgo _wrap_DLOCK_EVENT_MAX_HOLD_dlockc_a8ec82a49ad92fb7(void);
@@ -137,21 +140,21 @@ extern void _wrap_dlock_event_kind_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, s
 extern swig_intgo _wrap_dlock_event_kind_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
 extern void _wrap_dlock_event_severity_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_dlock_event_severity_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
-extern void _wrap_dlock_event_unix_ms_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_25 arg2);
-extern swig_type_26 _wrap_dlock_event_unix_ms_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
-extern void _wrap_dlock_event_token_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_27 arg2);
-extern swig_type_28 _wrap_dlock_event_token_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
-extern void _wrap_dlock_event_key_len_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_29 arg2);
-extern swig_type_30 _wrap_dlock_event_key_len_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
-extern void _wrap_dlock_event_key_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_31 arg2);
-extern swig_type_32 _wrap_dlock_event_key_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
-extern void _wrap_dlock_event_owner_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_33 arg2);
-extern swig_type_34 _wrap_dlock_event_owner_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
-extern void _wrap_dlock_event_message_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_35 arg2);
-extern swig_type_36 _wrap_dlock_event_message_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern void _wrap_dlock_event_unix_ms_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_27 arg2);
+extern swig_type_28 _wrap_dlock_event_unix_ms_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern void _wrap_dlock_event_token_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_29 arg2);
+extern swig_type_30 _wrap_dlock_event_token_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern void _wrap_dlock_event_key_len_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_31 arg2);
+extern swig_type_32 _wrap_dlock_event_key_len_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern void _wrap_dlock_event_key_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_33 arg2);
+extern swig_type_34 _wrap_dlock_event_key_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern void _wrap_dlock_event_owner_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_35 arg2);
+extern swig_type_36 _wrap_dlock_event_owner_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
+extern void _wrap_dlock_event_message_set_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, swig_type_37 arg2);
+extern swig_type_38 _wrap_dlock_event_message_get_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
 extern uintptr_t _wrap_new_dlock_event_dlockc_a8ec82a49ad92fb7(void);
 extern void _wrap_delete_dlock_event_dlockc_a8ec82a49ad92fb7(uintptr_t arg1);
-extern swig_intgo _wrap_dlock_client_next_event_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, uintptr_t arg2, swig_type_37 arg3, uintptr_t arg4);
+extern swig_intgo _wrap_dlock_client_next_event_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, uintptr_t arg2, swig_type_39 arg3, uintptr_t arg4);
 extern swig_intgo _wrap_dlock_client_init_schema_dlockc_a8ec82a49ad92fb7(uintptr_t arg1, uintptr_t arg2);
 #undef intgo
 */
@@ -616,6 +619,16 @@ func Dlock_wait_lost(arg1 Struct_SS_dlock_lock, arg2 int64, arg3 Dlock_error) (_
 	return swig_r
 }
 
+func Dlock_wait_lost_from(arg1 Struct_SS_dlock_lock, arg2 uint64, arg3 int64, arg4 Dlock_error) (_swig_ret int) {
+	var swig_r int
+	_swig_i_0 := getSwigcptr(arg1)
+	_swig_i_1 := arg2
+	_swig_i_2 := arg3
+	_swig_i_3 := getSwigcptr(arg4)
+	swig_r = (int)(C._wrap_dlock_wait_lost_from_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.swig_type_20(_swig_i_1), C.swig_type_21(_swig_i_2), C.uintptr_t(_swig_i_3)))
+	return swig_r
+}
+
 func Dlock_cancel(arg1 Struct_SS_dlock_lock) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
@@ -651,7 +664,7 @@ func Dlock_owner_copy(arg1 Struct_SS_dlock_lock, arg2 []byte) (_swig_ret int64) 
 	var swig_r int64
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
-	swig_r = (int64)(C._wrap_dlock_owner_copy_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), *(*C.swig_type_22)(unsafe.Pointer(&_swig_i_1))))
+	swig_r = (int64)(C._wrap_dlock_owner_copy_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), *(*C.swig_type_24)(unsafe.Pointer(&_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -785,7 +798,7 @@ func (arg1 SwigcptrDlock_event) GetSeverity() (_swig_ret int) {
 func (arg1 SwigcptrDlock_event) SetUnix_ms(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_unix_ms_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.swig_type_25(_swig_i_1))
+	C._wrap_dlock_event_unix_ms_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.swig_type_27(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_event) GetUnix_ms() (_swig_ret int64) {
@@ -798,7 +811,7 @@ func (arg1 SwigcptrDlock_event) GetUnix_ms() (_swig_ret int64) {
 func (arg1 SwigcptrDlock_event) SetToken(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_token_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.swig_type_27(_swig_i_1))
+	C._wrap_dlock_event_token_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.swig_type_29(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_event) GetToken() (_swig_ret uint64) {
@@ -811,7 +824,7 @@ func (arg1 SwigcptrDlock_event) GetToken() (_swig_ret uint64) {
 func (arg1 SwigcptrDlock_event) SetKey_len(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_key_len_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.swig_type_29(_swig_i_1))
+	C._wrap_dlock_event_key_len_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.swig_type_31(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_event) GetKey_len() (_swig_ret int64) {
@@ -824,7 +837,7 @@ func (arg1 SwigcptrDlock_event) GetKey_len() (_swig_ret int64) {
 func (arg1 SwigcptrDlock_event) SetKey(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_key_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), *(*C.swig_type_31)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_dlock_event_key_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), *(*C.swig_type_33)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -843,7 +856,7 @@ func (arg1 SwigcptrDlock_event) GetKey() (_swig_ret string) {
 func (arg1 SwigcptrDlock_event) SetOwner(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_owner_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), *(*C.swig_type_33)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_dlock_event_owner_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), *(*C.swig_type_35)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -862,7 +875,7 @@ func (arg1 SwigcptrDlock_event) GetOwner() (_swig_ret string) {
 func (arg1 SwigcptrDlock_event) SetMessage(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_message_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), *(*C.swig_type_35)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_dlock_event_message_set_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), *(*C.swig_type_37)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -916,7 +929,7 @@ func Dlock_client_next_event(arg1 Struct_SS_dlock_client, arg2 Dlock_event, arg3
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := getSwigcptr(arg4)
-	swig_r = (int)(C._wrap_dlock_client_next_event_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_37(_swig_i_2), C.uintptr_t(_swig_i_3)))
+	swig_r = (int)(C._wrap_dlock_client_next_event_dlockc_a8ec82a49ad92fb7(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_39(_swig_i_2), C.uintptr_t(_swig_i_3)))
 	return swig_r
 }
 

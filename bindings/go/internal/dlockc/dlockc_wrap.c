@@ -925,6 +925,25 @@ intgo _wrap_dlock_wait_lost_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_
 }
 
 
+intgo _wrap_dlock_wait_lost_from_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, long long _swig_go_1, long long _swig_go_2, struct dlock_error *_swig_go_3) {
+  dlock_lock *arg1 = (dlock_lock *) 0 ;
+  uint64_t arg2 ;
+  int64_t arg3 ;
+  dlock_error *arg4 = (dlock_error *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(dlock_lock **)&_swig_go_0; 
+  arg2 = (uint64_t)_swig_go_1; 
+  arg3 = (int64_t)_swig_go_2; 
+  arg4 = *(dlock_error **)&_swig_go_3; 
+  
+  result = (int)dlock_wait_lost_from(arg1,arg2,arg3,arg4);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
 intgo _wrap_dlock_cancel_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int result;
