@@ -220,9 +220,6 @@ func (l *Lock) Renew() error { return l.call(dlockc.Dlock_renew) }
 // ErrState if not held. A row lock commits its transaction.
 func (l *Lock) Unlock() error { return l.call(dlockc.Dlock_release) }
 
-// Rollback ends a row lock with ROLLBACK instead of COMMIT.
-func (l *Lock) Rollback() error { return l.call(dlockc.Dlock_rollback) }
-
 // read runs an accessor (no network) with h valid.
 func read[T any](l *Lock, zero T, f func(h dlockc.Struct_SS_dlock_lock) T) T {
 	l.mu.RLock()

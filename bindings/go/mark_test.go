@@ -2,7 +2,8 @@ package dlock
 
 // The cancel marks that TryLock and the Lost watcher rely on, driven through
 // the SWIG layer so that the cancel lands, deterministically, in the gap the
-// race leaves open: after the mark, before the call has entered C..
+// race leaves open: after the mark, before the call has entered C. Also the
+// exec shim's refusal of a malformed buffer.
 
 import (
 	"context"
@@ -106,6 +107,51 @@ func TestWaitLostMarkBeforeTheCall(t *testing.T) {
 				t.Fatal("the cancelled waits let go of the lock")
 			}
 		})
+	}
+}
+
+// The exec shim refuses a buffer that does not hold the SQL and exactly the
+// parameters it is told of (the package never builds one; C must not read
+// past it anyway).
+func TestExecShimMalformed(t *testing.T) {
+	c, err := Open(benchURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.NewLock(benchKey("shim"), WithMode(Row))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.TryLock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e := newCerr()
+	defer e.free()
+	for _, tc := range []struct {
+		buf []byte
+		n   int64
+	}{
+		{nil, 0},
+		{[]byte("SELECT 1"), 0},               // no NUL after the SQL
+		{[]byte("SELECT ?\x00"), 1},           // a parameter missing
+		{[]byte("SELECT ?\x00\x01ab"), 1},     // a value without its NUL
+		{[]byte("SELECT ?\x00\x00\x00"), 1},   // a byte too many
+		{[]byte("SELECT 1\x00\x01a\x00"), 0},  // more than nparams
+		{[]byte("SELECT ?\x00\x00"), 1 << 20}, // an absurd count
+		{[]byte("SELECT ?\x00\x00"), -1},      // negative: huge as size_t
+	} {
+		var affected int64 = -7
+		rc := dlockc.Dlockswig_exec(l.h, tc.buf, tc.n, &affected, e.p)
+		if err := e.err(rc); !errors.Is(err, ErrInvalid) {
+			t.Errorf("shim(%q, %d) = %v, want ErrInvalid", tc.buf, tc.n, err)
+		}
+	}
+	var affected int64 = -7
+	rc := dlockc.Dlockswig_exec(l.h, []byte("SELECT ?\x00\x00"), 1, &affected, e.p)
+	if err := e.err(rc); err != nil {
+		t.Fatalf("a well-formed buffer: %v", err)
 	}
 }
 
