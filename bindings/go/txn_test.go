@@ -235,3 +235,25 @@ func TestExecBadArgs(t *testing.T) {
 		t.Fatalf("Begin after Close = %v, want ErrState", err)
 	}
 }
+
+// transaction=1: every acquisition of a lease opens its transaction.
+func TestLeaseTransactionOption(t *testing.T) {
+	c := open(t)
+	table := bizTable(t)
+	l := newLock(t, c, key(t), dlock.WithOption("transaction", "1"))
+	if err := l.TryLock(within(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := l.Exec("INSERT INTO "+table+" (k, v) VALUES (?, ?)", "auto", "begun"); err != nil || n != 1 {
+		t.Fatalf("Exec without Begin under transaction=1 = %d, %v", n, err)
+	}
+	if got := committed(t, table, "auto"); got != "" {
+		t.Fatalf("seen before Unlock: %q", got)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if got := committed(t, table, "auto"); got != "begun\tNULL\tNULL\tNULL\tNULL\tNULL" {
+		t.Fatalf("after Unlock: %q", got)
+	}
+}
