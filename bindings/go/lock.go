@@ -13,12 +13,6 @@ import (
 // maxWaitMs is dlock_try's and dlock_wait_lost's largest wait (24 h).
 const maxWaitMs = 86_400_000
 
-// closeRepeat is how often Close repeats dlock_cancel until every call on
-// the object has returned. Only the Lost watcher needs the repeat: its
-// dlock_wait_lost has no cancel-mark form, so a cancel sent just before it
-// enters C would be missed. TryLock needs none (see TryLock).
-const closeRepeat = 10 * time.Millisecond
-
 // Lock is one lock object on one key. Its methods are safe to call from many
 // goroutines, but remember that the lock object is the holder: a TryLock on
 // an object that is already held succeeds at once (reentrancy) whichever
@@ -123,21 +117,6 @@ func (l *Lock) TryLock(ctx context.Context) error {
 	}
 }
 
-// interrupt cancels the calls running on the lock until stop is closed
-// (Close only). The caller keeps h valid until interrupt has returned.
-func (l *Lock) interrupt(stop <-chan struct{}) {
-	t := time.NewTicker(closeRepeat)
-	defer t.Stop()
-	for {
-		dlockc.Dlock_cancel(l.h)
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-	}
-}
-
 // newAcquisition forgets the previous acquisition's Lost channel; the next
 // Lost call makes a new one and starts its watcher.
 func (l *Lock) newAcquisition() {
@@ -145,6 +124,10 @@ func (l *Lock) newAcquisition() {
 	l.lost, l.lostErr, l.acquired = nil, nil, true
 	l.lostMu.Unlock()
 }
+
+// watchGapHook, set by a test only, runs in the watcher between its closing
+// check and its wait: where a cancel without a mark would be lost.
+var watchGapHook atomic.Pointer[func(l *Lock, mark uint64)]
 
 // watch blocks in dlock_wait_lost for the current acquisition on a goroutine
 // of its own, and closes ch if it is lost.
@@ -157,15 +140,23 @@ func (l *Lock) watch(ch chan struct{}) {
 	e := newCerr()
 	defer e.free()
 	for {
-		rc := dlockc.Dlock_wait_lost(l.h, maxWaitMs, e.p)
+		// The mark, then the closing check, then the wait from the mark:
+		// Close sets closing before its one dlock_cancel, so either closing
+		// is seen here or that cancel comes after the mark and ends the wait,
+		// however close to its start it lands.
+		mark := dlockc.Dlock_cancel_mark(l.h)
+		if l.closing.Load() {
+			return
+		}
+		if hook := watchGapHook.Load(); hook != nil {
+			(*hook)(l, mark)
+		}
+		rc := dlockc.Dlock_wait_lost_from(l.h, mark, maxWaitMs, e.p)
 		switch Code(rc) {
 		case codeTimeout:
 			continue // still held after 24 h: keep watching
 		case codeCancelled:
-			if l.closing.Load() {
-				return
-			}
-			continue // a cancellation meant for a TryLock on this object
+			continue // Close (seen above) or a cancellation meant for a TryLock on this object
 		case codeLost:
 			err := e.err(rc)
 			l.lostMu.Lock()
@@ -229,9 +220,6 @@ func (l *Lock) Renew() error { return l.call(dlockc.Dlock_renew) }
 // ErrState if not held. A row lock commits its transaction.
 func (l *Lock) Unlock() error { return l.call(dlockc.Dlock_release) }
 
-// Rollback ends a row lock with ROLLBACK instead of COMMIT.
-func (l *Lock) Rollback() error { return l.call(dlockc.Dlock_rollback) }
-
 // read runs an accessor (no network) with h valid.
 func read[T any](l *Lock, zero T, f func(h dlockc.Struct_SS_dlock_lock) T) T {
 	l.mu.RLock()
@@ -276,11 +264,12 @@ func (l *Lock) Close() error {
 	if l.closing.Swap(true) {
 		return nil
 	}
-	stop, exited := make(chan struct{}), make(chan struct{})
-	go func() { defer close(exited); l.interrupt(stop) }()
+	// One cancel, never repeated: TryLock and the Lost watcher take a cancel
+	// mark before they check closing and wait from that mark
+	// (dlock_try_from, dlock_wait_lost_from), so this cancel ends them
+	// wherever they are. h is still valid: only Close frees it, below.
+	dlockc.Dlock_cancel(l.h)
 	l.mu.Lock() // every call on h has returned
-	close(stop)
-	<-exited
 	defer l.mu.Unlock()
 	dlockc.Dlock_close(l.h)
 	l.h = nil

@@ -1,8 +1,9 @@
 package dlock
 
-// The cancel mark that TryLock relies on, driven through the SWIG layer so
-// that the cancel lands, deterministically, in the gap the race leaves open:
-// after the mark, before the call has entered C.
+// The cancel marks that TryLock and the Lost watcher rely on, driven through
+// the SWIG layer so that the cancel lands, deterministically, in the gap the
+// race leaves open: after the mark, before the call has entered C. Also the
+// exec shim's refusal of a malformed buffer.
 
 import (
 	"context"
@@ -65,5 +66,188 @@ func TestCancelMarkBeforeTheCall(t *testing.T) {
 	}
 	if b.HoldCount() != 0 || !a.Held() {
 		t.Fatal("b holds, or a lost the lock")
+	}
+}
+
+// dlock_wait_lost_from, which the Lost watcher relies on: the same gap.
+func TestWaitLostMarkBeforeTheCall(t *testing.T) {
+	for _, mode := range []Mode{Lease, Row} {
+		t.Run(string(mode), func(t *testing.T) {
+			c, err := Open(benchURL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			l, err := c.NewLock(benchKey("wlmark"), WithMode(mode))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if err := l.TryLock(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			e := newCerr()
+			defer e.free()
+
+			mark := dlockc.Dlock_cancel_mark(l.h)
+			dlockc.Dlock_cancel(l.h)
+			start := time.Now()
+			rc := dlockc.Dlock_wait_lost_from(l.h, mark, 10000, e.p)
+			if Code(rc) != codeCancelled || time.Since(start) > time.Second {
+				t.Fatalf("dlock_wait_lost_from after an early cancel = %v after %v, want DLOCK_E_CANCELLED at once",
+					e.err(rc), time.Since(start))
+			}
+			// Spent for a later mark: the wait runs out.
+			start = time.Now()
+			rc = dlockc.Dlock_wait_lost_from(l.h, dlockc.Dlock_cancel_mark(l.h), 300, e.p)
+			if Code(rc) != codeTimeout || time.Since(start) < 250*time.Millisecond {
+				t.Fatalf("after a fresh mark: %v after %v, want DLOCK_E_TIMEOUT after 300 ms", e.err(rc), time.Since(start))
+			}
+			if !l.Held() {
+				t.Fatal("the cancelled waits let go of the lock")
+			}
+		})
+	}
+}
+
+// The exec shim refuses a buffer that does not hold the SQL and exactly the
+// parameters it is told of (the package never builds one; C must not read
+// past it anyway).
+func TestExecShimMalformed(t *testing.T) {
+	c, err := Open(benchURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.NewLock(benchKey("shim"), WithMode(Row))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.TryLock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e := newCerr()
+	defer e.free()
+	for _, tc := range []struct {
+		buf []byte
+		n   int64
+	}{
+		{nil, 0},
+		{[]byte("SELECT 1"), 0},               // no NUL after the SQL
+		{[]byte("SELECT ?\x00"), 1},           // a parameter missing
+		{[]byte("SELECT ?\x00\x01ab"), 1},     // a value without its NUL
+		{[]byte("SELECT ?\x00\x00\x00"), 1},   // a byte too many
+		{[]byte("SELECT 1\x00\x01a\x00"), 0},  // more than nparams
+		{[]byte("SELECT ?\x00\x00"), 1 << 20}, // an absurd count
+		{[]byte("SELECT ?\x00\x00"), -1},      // negative: huge as size_t
+	} {
+		var affected int64 = -7
+		rc := dlockc.Dlockswig_exec(l.h, tc.buf, tc.n, &affected, e.p)
+		if err := e.err(rc); !errors.Is(err, ErrInvalid) {
+			t.Errorf("shim(%q, %d) = %v, want ErrInvalid", tc.buf, tc.n, err)
+		}
+	}
+	var affected int64 = -7
+	rc := dlockc.Dlockswig_exec(l.h, []byte("SELECT ?\x00\x00"), 1, &affected, e.p)
+	if err := e.err(rc); err != nil {
+		t.Fatalf("a well-formed buffer: %v", err)
+	}
+}
+
+// Close while the Lost watcher waits in C (or is about to) returns at once:
+// one cancel is enough, whichever step of its loop the watcher is at.
+func TestCloseStopsLostWatcher(t *testing.T) {
+	c, err := Open(benchURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, mode := range []Mode{Lease, Row} {
+		var slowest time.Duration
+		for i := 0; i < 40; i++ {
+			l, err := c.NewLock(benchKey("closewatch"), WithMode(mode))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.TryLock(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			lost := l.Lost()
+			// From "just started" to "long inside dlock_wait_lost_from".
+			if d := time.Duration(i%8) * time.Duration(i) * 50 * time.Microsecond; d > 0 {
+				time.Sleep(d)
+			}
+			start := time.Now()
+			done := make(chan struct{})
+			go func() { l.Close(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s round %d: Close still waiting for the Lost watcher after 5 s", mode, i)
+			}
+			slowest = max(slowest, time.Since(start))
+			select {
+			case <-lost:
+				t.Fatalf("%s: Close closed Lost()", mode)
+			default:
+			}
+		}
+		t.Logf("%s: 40 closes with a running watcher, slowest %v", mode, slowest)
+		if slowest > time.Second {
+			t.Fatalf("%s: slowest Close took %v", mode, slowest)
+		}
+	}
+}
+
+// Close's one cancel landing exactly in the watcher's gap (after its closing
+// check, before its wait began): the wait from the mark still sees it. With
+// a plain dlock_wait_lost this Close would wait for the watcher's 24 h.
+func TestCloseInTheWatchersGap(t *testing.T) {
+	c, err := Open(benchURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.NewLock(benchKey("gap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TryLock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	inGap := make(chan struct{})
+	hook := func(hl *Lock, mark uint64) {
+		if hl != l {
+			return
+		}
+		close(inGap)
+		// Hold the watcher here until Close has sent its cancel.
+		for deadline := time.Now().Add(5 * time.Second); dlockc.Dlock_cancel_mark(hl.h) == mark; {
+			if time.Now().After(deadline) {
+				t.Error("Close sent no cancel within 5 s")
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	watchGapHook.Store(&hook)
+	defer watchGapHook.Store(nil)
+	l.Lost()
+	select {
+	case <-inGap:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the Lost watcher did not start")
+	}
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { l.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close missed by the watcher: still waiting after 5 s")
+	}
+	if el := time.Since(start); el > time.Second {
+		t.Fatalf("Close took %v", el)
 	}
 }

@@ -15,7 +15,11 @@ import (
 
 // adminSQL runs statements with the mariadb command-line client on the test
 // server: a connection of its own, outside dlock.
-func adminSQL(t *testing.T, statements string) {
+func adminSQL(t *testing.T, statements string) { t.Helper(); adminQuery(t, statements) }
+
+// adminQuery is adminSQL returning what the client printed (tab-separated
+// rows, no column names, NULL as "NULL"), trimmed.
+func adminQuery(t *testing.T, statements string) string {
 	t.Helper()
 	u, err := url.Parse(dbURL(t))
 	if err != nil {
@@ -39,9 +43,11 @@ func adminSQL(t *testing.T, statements string) {
 	if pw, ok := u.User.Password(); ok {
 		cmd.Env = append(cmd.Env, "MYSQL_PWD="+pw)
 	}
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err := cmd.CombinedOutput()
+	if err != nil {
 		t.Fatalf("mariadb -e %q: %v: %s", statements, err, out)
 	}
+	return strings.TrimSpace(string(out))
 }
 
 // InitSchema makes the tables again on the open client after a DROP, and a

@@ -105,8 +105,11 @@ static uint64_t dlockswig_client_cleanup(dlock_client *client, dlock_error *err)
 /* 1.2: the lock tables again on an open client (after a DROP, or a setup
  * step) instead of a throwaway second client. */
 %rename("%s") dlock_client_init_schema;
-/* Not exposed (yet): dlock_exec (an array of C strings: needs a per-language
- * typemap), dlock_key (the binding knows its key), dlock_counter_names.
+/* 1.2: the cancel mark for dlock_wait_lost, so that a binding's loss watcher
+ * sees its close's one cancel, however close to the call's start it lands. */
+%rename("%s") dlock_wait_lost_from;
+/* Not exposed here: dlock_exec (an array of C strings: each language adds it
+ * with its own typemap or shim: java.i, go.i), dlock_key (the binding knows its key), dlock_counter_names.
  * The raw out-parameter forms are replaced by the shims above:
  * dlock_config_new, dlock_client_open, dlock_open, dlock_client_counter,
  * dlock_client_cleanup. */

@@ -42,4 +42,64 @@
 /* `type` is a Go keyword. */
 %rename(kind) dlock_event::type;
 
+/* dlock_exec, through a shim: the SQL and its parameters cross as one Go
+ * []byte (Go memory without Go pointers, which cgo lets C read during the
+ * call; a slice of strings would be memory holding Go pointers):
+ *   sql NUL, then per parameter either 1 value NUL or 0 (SQL NULL).
+ * The package builds it and refuses NUL inside the SQL or a value. The shim
+ * points dlock_exec's parameter array into the buffer; dlock_exec copies
+ * what it keeps. The affected-row count comes back through a *int64. */
+%rename("%s") dlockswig_exec;
+%typemap(gotype) int64_t *out_affected "*int64"
+%typemap(imtype) int64_t *out_affected "*int64"
+%typemap(in) int64_t *out_affected
+%{
+  $1 = (int64_t *)$input;
+%}
+
 %include "dlock.i"
+
+%inline %{
+/* dlock_exec over a packed buffer (see above). nparams sizes the pointer
+ * array; a buffer that does not hold exactly that many is refused. */
+static int dlockswig_exec(dlock_lock *lock, char *buf, size_t buf_size, size_t nparams,
+                          int64_t *out_affected, dlock_error *err) {
+  const char *sql = buf;
+  const char *end = buf + buf_size;
+  const char *p = memchr(buf, 0, buf_size);
+  const char **params = NULL;
+  int rc;
+  size_t i;
+  if (nparams > 65535 || p == NULL) goto bad;
+  if (nparams > 0 && (params = (const char **)calloc(nparams, sizeof *params)) == NULL) {
+    if (err != NULL) {
+      err->code = DLOCK_E_INTERNAL;
+      err->server_errno = 0;
+      snprintf(err->message, sizeof err->message, "exec: out of memory for %zu parameters",
+               nparams);
+    }
+    return DLOCK_E_INTERNAL;
+  }
+  ++p;
+  for (i = 0; i < nparams; ++i) {
+    if (p >= end) goto bad;
+    if (*p++ == 0) continue; /* SQL NULL */
+    params[i] = p;
+    if ((p = memchr(p, 0, (size_t)(end - p))) == NULL) goto bad;
+    ++p;
+  }
+  if (p != end) goto bad;
+  rc = dlock_exec(lock, sql, params, nparams, out_affected, err);
+  free(params);
+  return rc;
+bad:
+  free(params);
+  if (err != NULL) {
+    err->code = DLOCK_E_INVALID;
+    err->server_errno = 0;
+    snprintf(err->message, sizeof err->message,
+             "exec: malformed parameter buffer (%zu bytes, %zu parameters)", buf_size, nparams);
+  }
+  return DLOCK_E_INVALID;
+}
+%}

@@ -241,6 +241,12 @@ int dlock_wait_lost(dlock_lock* lock, int64_t timeout_ms, dlock_error* err) {
   return Guard(err, [&] { return Report(lock->lock->WaitLost(timeout_ms), err); });
 }
 
+int dlock_wait_lost_from(dlock_lock* lock, uint64_t cancel_mark, int64_t timeout_ms,
+                         dlock_error* err) {
+  if (lock == nullptr) return Null(err, "lock");
+  return Guard(err, [&] { return Report(lock->lock->WaitLostFrom(cancel_mark, timeout_ms), err); });
+}
+
 int dlock_cancel(dlock_lock* lock) {
   if (lock == nullptr) return DLOCK_E_INVALID;
   return Guard(nullptr, [&] { return static_cast<int>(lock->lock->Cancel().code()); });

@@ -229,6 +229,9 @@ Status Lock::Rollback() {
 }
 Status Lock::Begin() { return impl_->Begin(*me_); }
 Status Lock::WaitLost(int64_t timeout_ms) { return impl_->WaitLost(*me_, timeout_ms); }
+Status Lock::WaitLostFrom(uint64_t cancel_mark, int64_t timeout_ms) {
+  return impl_->WaitLost(*me_, timeout_ms, &cancel_mark);
+}
 Status Lock::Cancel() {
   // In a forked child the waits to cancel are the parent's: its mutexes may
   // look held, and aborting a wait would hit the parent's connection.

@@ -635,7 +635,7 @@ Status LockImpl::Exec(LockCaller& me, const std::string& sql, const std::vector<
   return scheme_->Exec(sql, params, affected);
 }
 
-Status LockImpl::WaitLost(LockCaller& me, int64_t timeout_ms) {
+Status LockImpl::WaitLost(LockCaller& me, int64_t timeout_ms, const uint64_t* cancel_mark) {
   if (Status s = CheckPid(); !s.ok()) return s;
   CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
@@ -643,7 +643,7 @@ Status LockImpl::WaitLost(LockCaller& me, int64_t timeout_ms) {
   if (timeout_ms < 0 || timeout_ms > kMaxWaitMs)
     return Status::Invalid("timeout_ms must be 0.." + std::to_string(kMaxWaitMs));
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
-  const CancelToken cancel{&me.cancel_seq, me.cancel_seq.load()};
+  const CancelToken cancel{&me.cancel_seq, cancel_mark ? *cancel_mark : me.cancel_seq.load()};
   MutexLock g(st_mu_);
   for (;;) {
     LockState st = StateLocked();

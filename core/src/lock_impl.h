@@ -80,7 +80,8 @@ class LockImpl final : private LockHost {
   Status Begin(LockCaller& me);
   Status Exec(LockCaller& me, const std::string& sql,
               const std::vector<const std::string*>& params, int64_t* affected);
-  Status WaitLost(LockCaller& me, int64_t timeout_ms);
+  // cancel_mark: as Try's.
+  Status WaitLost(LockCaller& me, int64_t timeout_ms, const uint64_t* cancel_mark = nullptr);
   void Cancel(LockCaller& me);
   // A lock object closes: cancels its calls, waits for them, and gives back
   // the holds it took (the last one releases the lock).

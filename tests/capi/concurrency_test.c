@@ -6,7 +6,8 @@
  *     read while another thread acquires (dlock_owner_copy)
  *   - dlock_close while other threads are inside dlock_try / dlock_wait_lost
  *   - dlock_cancel: prompt, also when it lands just before a server wait
- *     starts, and while the server is frozen (SIGSTOP)
+ *     starts, and while the server is frozen (SIGSTOP); a cancel after a
+ *     mark and before the call (dlock_try_from, dlock_wait_lost_from)
  *   - statements that would end the lock's transaction
  *   - a failed release never leaves "held"
  *   - the server's wait_timeout, and connections the server closed
@@ -771,6 +772,99 @@ static void test_holder_ids(dlock_client *c) {
   }
 }
 
+/* ---- 9b. cancel marks for dlock_wait_lost (1.2) ------------------------------ */
+
+/* A loss watcher as a binding writes it: mark, check "closing", wait. The
+ * pause between the check and the call stands for a thread preempted there:
+ * it widens the gap a cancel must not fall into. */
+struct watcher {
+  dlock_lock *l;
+  volatile int closing;
+  long pause_us;
+  int rc;
+  int64_t returned_at;
+};
+
+static void *watch_lost(void *p) {
+  struct watcher *w = p;
+  w->rc = DLOCK_OK;
+  uint64_t mark = dlock_cancel_mark(w->l);
+  if (!__atomic_load_n(&w->closing, __ATOMIC_SEQ_CST)) {
+    struct timespec ts = {0, w->pause_us * 1000L};
+    nanosleep(&ts, NULL);
+    w->rc = dlock_wait_lost_from(w->l, mark, 20000, NULL);
+  }
+  w->returned_at = now_ms();
+  return NULL;
+}
+
+static void test_wait_lost_mark(dlock_client *c) {
+  char k[128];
+  dlock_error err;
+  for (int m = 0; m < 2; ++m) {
+    const char *mode = m ? "row" : "lease";
+    key(k, sizeof k, m ? "wlmark-row" : "wlmark-lease");
+    dlock_lock *l = lock_with(c, k, (const char *const[]){"mode", mode, "holder", "lock", NULL});
+    if (l == NULL) return;
+    CHECK(dlock_try(l, 0, &err) == DLOCK_OK, "%s: try: %s", mode, err.message);
+    /* A cancel after the mark but before the call: the call ends at once. */
+    uint64_t mark = dlock_cancel_mark(l);
+    dlock_cancel(l);
+    int64_t t0 = now_ms();
+    int rc = dlock_wait_lost_from(l, mark, 10000, &err);
+    CHECK(rc == DLOCK_E_CANCELLED, "%s: wait_lost_from after an early cancel returned %s", mode,
+          dlock_code_name(rc));
+    CHECK(now_ms() - t0 < 1000, "%s: early cancel took %lld ms", mode, (long long)(now_ms() - t0));
+    /* That cancel is spent for a later mark, and plain dlock_wait_lost never
+     * sees a cancel sent before it: both wait out their timeout. */
+    t0 = now_ms();
+    rc = dlock_wait_lost_from(l, dlock_cancel_mark(l), 300, &err);
+    CHECK(rc == DLOCK_E_TIMEOUT && now_ms() - t0 >= 250, "%s: fresh mark: %s after %lld ms", mode,
+          dlock_code_name(rc), (long long)(now_ms() - t0));
+    t0 = now_ms();
+    rc = dlock_wait_lost(l, 300, &err);
+    CHECK(rc == DLOCK_E_TIMEOUT && now_ms() - t0 >= 250, "%s: wait_lost: %s after %lld ms", mode,
+          dlock_code_name(rc), (long long)(now_ms() - t0));
+    CHECK(dlock_held(l) == 1, "%s: a cancelled wait let go of the lock", mode);
+    /* The protocol a binding's close relies on: set "closing", send one
+     * cancel. Wherever that lands (before the mark, between the mark and the
+     * call, inside it) the watcher returns promptly; a lost cancel would
+     * leave it in its 20 s wait (as plain dlock_wait_lost does here). */
+    const int rounds = 200;
+    int64_t slowest = 0;
+    int wrong = 0;
+    unsigned seed = (unsigned)getpid() + (unsigned)m;
+    for (int i = 0; i < rounds; ++i) {
+      seed = seed * 1103515245u + 12345u;
+      struct watcher w = {l, 0, (long)((seed >> 8) % 500), 99, 0};
+      pthread_t t;
+      pthread_create(&t, NULL, watch_lost, &w);
+      seed = seed * 1103515245u + 12345u;
+      struct timespec ts = {0, (long)((seed >> 8) % 500) * 1000L};
+      nanosleep(&ts, NULL);
+      int64_t t1 = now_ms();
+      __atomic_store_n(&w.closing, 1, __ATOMIC_SEQ_CST);
+      dlock_cancel(l);
+      pthread_join(t, NULL);
+      if (w.returned_at - t1 > slowest) slowest = w.returned_at - t1;
+      if (w.rc != DLOCK_E_CANCELLED && w.rc != DLOCK_OK) ++wrong;
+    }
+    printf("wait_lost_from %s: %d closes, slowest %lld ms\n", mode, rounds, (long long)slowest);
+    CHECK(wrong == 0, "%s: %d watchers returned neither CANCELLED nor OK", mode, wrong);
+    CHECK(slowest < 1000, "%s: slowest watcher took %lld ms to see one cancel", mode,
+          (long long)slowest);
+    /* Released: DLOCK_OK, also with a cancel after the mark pending (the
+     * state is answered first). */
+    mark = dlock_cancel_mark(l);
+    CHECK(dlock_release(l, &err) == DLOCK_OK, "%s: release: %s", mode, err.message);
+    CHECK(dlock_wait_lost_from(l, mark, 1000, &err) == DLOCK_OK, "%s: not held: %s", mode,
+          err.message);
+    dlock_close(l);
+  }
+  CHECK(dlock_wait_lost_from(NULL, 0, 0, &err) == DLOCK_E_INVALID, "NULL lock");
+  CHECK(dlock_wait_lost_from(NULL, 0, 0, NULL) == DLOCK_E_INVALID, "NULL lock, NULL err");
+}
+
 /* ---- 10. reentrancy by holder across lock objects (article 6.4) ---------- */
 
 static void *try_zero(void *p) {
@@ -889,6 +983,7 @@ int main(void) {
   RUN("owner_row", test_owner_copy(c, "row"));
   RUN("txn_enders", test_txn_enders(c));
   RUN("holder_ids", test_holder_ids(c));
+  RUN("wait_lost_mark", test_wait_lost_mark(c));
   RUN("shared_holds", test_shared_holds(c));
   RUN("cancel_lease", test_cancel_race("lease"));
   RUN("cancel_row", test_cancel_race("row"));

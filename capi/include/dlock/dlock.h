@@ -273,7 +273,8 @@ DLOCK_EXPORT int dlock_hold_count_as(const dlock_lock *lock, uint64_t holder);
  * dlock_cancel on this object after the mark ends that call with
  * DLOCK_E_CANCELLED, even one that came before the call began. No
  * re-sending needed. holder: as dlock_try_as, or 0 for the calling OS thread
- * (like dlock_try). Since 1.1. */
+ * (like dlock_try). dlock_wait_lost_from takes the same mark (since 1.2).
+ * Since 1.1. */
 DLOCK_EXPORT uint64_t dlock_cancel_mark(const dlock_lock *lock);
 DLOCK_EXPORT int dlock_try_from(dlock_lock *lock, uint64_t holder, uint64_t cancel_mark,
                                 int64_t wait_ms, dlock_error *err);
@@ -330,6 +331,14 @@ DLOCK_EXPORT int dlock_exec(dlock_lock *lock, const char *sql,
  * (DLOCK_E_CANCELLED). This is how a caller learns of a loss on its own
  * thread: the library never calls back. */
 DLOCK_EXPORT int dlock_wait_lost(dlock_lock *lock, int64_t timeout_ms, dlock_error *err);
+/* dlock_wait_lost counting every dlock_cancel on this object after
+ * cancel_mark (from dlock_cancel_mark), also one that came before the call
+ * began: a binding that watches for a loss on a thread of its own takes the
+ * mark, checks its own "closing" flag, then calls this; its close sets the
+ * flag and sends one dlock_cancel, which then always ends the wait. No
+ * re-sending needed. Since 1.2. */
+DLOCK_EXPORT int dlock_wait_lost_from(dlock_lock *lock, uint64_t cancel_mark, int64_t timeout_ms,
+                                      dlock_error *err);
 
 /* Makes dlock_try / dlock_wait_lost calls running on this lock in other
  * threads return DLOCK_E_CANCELLED promptly. A wait on the server (the
@@ -337,7 +346,8 @@ DLOCK_EXPORT int dlock_wait_lost(dlock_lock *lock, int64_t timeout_ms, dlock_err
  * socket, which works even when the server does not answer; a cancel that
  * arrives just before such a wait starts is seen when it starts. A statement
  * that is not a wait (an acquire, renew or release round trip) is let finish,
- * so that its outcome is known. Calls started later are not affected.
+ * so that its outcome is known. Calls started later are not affected,
+ * except a dlock_try_from / dlock_wait_lost_from given a mark taken before.
  * Thread safety: any thread. Returns DLOCK_OK, DLOCK_E_INVALID for NULL, or
  * DLOCK_E_FORKED in a forked child (nothing is cancelled or sent: the
  * waits are the parent's). */

@@ -171,6 +171,9 @@ class Lock {
   // one that came before the call began. holder 0: the calling OS thread.
   uint64_t cancel_mark() const;
   Status TryFrom(uint64_t holder, uint64_t cancel_mark, int64_t wait_ms);
+  // WaitLost counting every Cancel after cancel_mark, also one that came
+  // before the call began (as TryFrom).
+  Status WaitLostFrom(uint64_t cancel_mark, int64_t timeout_ms);
   std::string owner() const;
   const char* owner_cstr() const;  // valid until the next Try
   // Copies the owner id into buf (cut at cap - 1, NUL-terminated); returns

@@ -215,11 +215,55 @@ static uint64_t dlockswig_client_cleanup(dlock_client *client, dlock_error *err)
 
 #include <string.h>
 
+
+/* dlock_exec over a packed buffer (see above). nparams sizes the pointer
+ * array; a buffer that does not hold exactly that many is refused. */
+static int dlockswig_exec(dlock_lock *lock, char *buf, size_t buf_size, size_t nparams,
+                          int64_t *out_affected, dlock_error *err) {
+  const char *sql = buf;
+  const char *end = buf + buf_size;
+  const char *p = memchr(buf, 0, buf_size);
+  const char **params = NULL;
+  int rc;
+  size_t i;
+  if (nparams > 65535 || p == NULL) goto bad;
+  if (nparams > 0 && (params = (const char **)calloc(nparams, sizeof *params)) == NULL) {
+    if (err != NULL) {
+      err->code = DLOCK_E_INTERNAL;
+      err->server_errno = 0;
+      snprintf(err->message, sizeof err->message, "exec: out of memory for %zu parameters",
+               nparams);
+    }
+    return DLOCK_E_INTERNAL;
+  }
+  ++p;
+  for (i = 0; i < nparams; ++i) {
+    if (p >= end) goto bad;
+    if (*p++ == 0) continue; /* SQL NULL */
+    params[i] = p;
+    if ((p = memchr(p, 0, (size_t)(end - p))) == NULL) goto bad;
+    ++p;
+  }
+  if (p != end) goto bad;
+  rc = dlock_exec(lock, sql, params, nparams, out_affected, err);
+  free(params);
+  return rc;
+bad:
+  free(params);
+  if (err != NULL) {
+    err->code = DLOCK_E_INVALID;
+    err->server_errno = 0;
+    snprintf(err->message, sizeof err->message,
+             "exec: malformed parameter buffer (%zu bytes, %zu parameters)", buf_size, nparams);
+  }
+  return DLOCK_E_INVALID;
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-void _wrap_Swig_free_dlockc_a8ec82a49ad92fb7(void *_swig_go_0) {
+void _wrap_Swig_free_dlockc_489b11ab0a9e7f80(void *_swig_go_0) {
   void *arg1 = (void *) 0 ;
   
   arg1 = *(void **)&_swig_go_0; 
@@ -229,7 +273,7 @@ void _wrap_Swig_free_dlockc_a8ec82a49ad92fb7(void *_swig_go_0) {
 }
 
 
-void *_wrap_Swig_malloc_dlockc_a8ec82a49ad92fb7(intgo _swig_go_0) {
+void *_wrap_Swig_malloc_dlockc_489b11ab0a9e7f80(intgo _swig_go_0) {
   int arg1 ;
   void *result = 0 ;
   void *_swig_go_result;
@@ -242,7 +286,7 @@ void *_wrap_Swig_malloc_dlockc_a8ec82a49ad92fb7(intgo _swig_go_0) {
 }
 
 
-struct dlock_config *_wrap_dlockswig_config_new_dlockc_a8ec82a49ad92fb7(struct dlock_error *_swig_go_0) {
+struct dlock_config *_wrap_dlockswig_config_new_dlockc_489b11ab0a9e7f80(struct dlock_error *_swig_go_0) {
   dlock_error *arg1 = (dlock_error *) 0 ;
   dlock_config *result = 0 ;
   struct dlock_config *_swig_go_result;
@@ -255,7 +299,7 @@ struct dlock_config *_wrap_dlockswig_config_new_dlockc_a8ec82a49ad92fb7(struct d
 }
 
 
-struct dlock_client *_wrap_dlockswig_client_open_dlockc_a8ec82a49ad92fb7(_gostring_ _swig_go_0, struct dlock_config *_swig_go_1, struct dlock_error *_swig_go_2) {
+struct dlock_client *_wrap_dlockswig_client_open_dlockc_489b11ab0a9e7f80(_gostring_ _swig_go_0, struct dlock_config *_swig_go_1, struct dlock_error *_swig_go_2) {
   char *arg1 = (char *) 0 ;
   dlock_config *arg2 = (dlock_config *) 0 ;
   dlock_error *arg3 = (dlock_error *) 0 ;
@@ -277,7 +321,7 @@ struct dlock_client *_wrap_dlockswig_client_open_dlockc_a8ec82a49ad92fb7(_gostri
 }
 
 
-struct dlock_lock *_wrap_dlockswig_open_dlockc_a8ec82a49ad92fb7(struct dlock_client *_swig_go_0, _gostring_ _swig_go_1, struct dlock_config *_swig_go_2, struct dlock_error *_swig_go_3) {
+struct dlock_lock *_wrap_dlockswig_open_dlockc_489b11ab0a9e7f80(struct dlock_client *_swig_go_0, _gostring_ _swig_go_1, struct dlock_config *_swig_go_2, struct dlock_error *_swig_go_3) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   char *arg2 = (char *) 0 ;
   size_t arg3 ;
@@ -300,7 +344,7 @@ struct dlock_lock *_wrap_dlockswig_open_dlockc_a8ec82a49ad92fb7(struct dlock_cli
 }
 
 
-long long _wrap_dlockswig_client_counter_dlockc_a8ec82a49ad92fb7(struct dlock_client *_swig_go_0, _gostring_ _swig_go_1, struct dlock_error *_swig_go_2) {
+long long _wrap_dlockswig_client_counter_dlockc_489b11ab0a9e7f80(struct dlock_client *_swig_go_0, _gostring_ _swig_go_1, struct dlock_error *_swig_go_2) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   char *arg2 = (char *) 0 ;
   dlock_error *arg3 = (dlock_error *) 0 ;
@@ -322,7 +366,7 @@ long long _wrap_dlockswig_client_counter_dlockc_a8ec82a49ad92fb7(struct dlock_cl
 }
 
 
-long long _wrap_dlockswig_client_cleanup_dlockc_a8ec82a49ad92fb7(struct dlock_client *_swig_go_0, struct dlock_error *_swig_go_1) {
+long long _wrap_dlockswig_client_cleanup_dlockc_489b11ab0a9e7f80(struct dlock_client *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   uint64_t result;
@@ -337,7 +381,7 @@ long long _wrap_dlockswig_client_cleanup_dlockc_a8ec82a49ad92fb7(struct dlock_cl
 }
 
 
-intgo _wrap_DLOCK_OK_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_OK_dlockc_489b11ab0a9e7f80() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -349,7 +393,7 @@ intgo _wrap_DLOCK_OK_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_BUSY_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_BUSY_dlockc_489b11ab0a9e7f80() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -361,7 +405,7 @@ intgo _wrap_DLOCK_BUSY_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_E_INVALID_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_E_INVALID_dlockc_489b11ab0a9e7f80() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -373,7 +417,7 @@ intgo _wrap_DLOCK_E_INVALID_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_E_CONNECT_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_E_CONNECT_dlockc_489b11ab0a9e7f80() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -385,7 +429,7 @@ intgo _wrap_DLOCK_E_CONNECT_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_E_LOST_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_E_LOST_dlockc_489b11ab0a9e7f80() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -397,7 +441,7 @@ intgo _wrap_DLOCK_E_LOST_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_E_READONLY_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_E_READONLY_dlockc_489b11ab0a9e7f80() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -409,7 +453,7 @@ intgo _wrap_DLOCK_E_READONLY_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_E_UNSUPPORTED_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_E_UNSUPPORTED_dlockc_489b11ab0a9e7f80() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -421,7 +465,7 @@ intgo _wrap_DLOCK_E_UNSUPPORTED_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_E_DB_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_E_DB_dlockc_489b11ab0a9e7f80() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -433,7 +477,7 @@ intgo _wrap_DLOCK_E_DB_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_E_STATE_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_E_STATE_dlockc_489b11ab0a9e7f80() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -445,7 +489,7 @@ intgo _wrap_DLOCK_E_STATE_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_E_FORKED_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_E_FORKED_dlockc_489b11ab0a9e7f80() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -457,7 +501,7 @@ intgo _wrap_DLOCK_E_FORKED_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_E_POOL_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_E_POOL_dlockc_489b11ab0a9e7f80() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -469,7 +513,7 @@ intgo _wrap_DLOCK_E_POOL_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_E_UNKNOWN_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_E_UNKNOWN_dlockc_489b11ab0a9e7f80() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -481,7 +525,7 @@ intgo _wrap_DLOCK_E_UNKNOWN_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_E_INTERNAL_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_E_INTERNAL_dlockc_489b11ab0a9e7f80() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -493,7 +537,7 @@ intgo _wrap_DLOCK_E_INTERNAL_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_E_TIMEOUT_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_E_TIMEOUT_dlockc_489b11ab0a9e7f80() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -505,7 +549,7 @@ intgo _wrap_DLOCK_E_TIMEOUT_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_E_CANCELLED_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_E_CANCELLED_dlockc_489b11ab0a9e7f80() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -517,7 +561,7 @@ intgo _wrap_DLOCK_E_CANCELLED_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_E_MAX_HOLD_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_E_MAX_HOLD_dlockc_489b11ab0a9e7f80() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -529,7 +573,7 @@ intgo _wrap_DLOCK_E_MAX_HOLD_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-void _wrap_dlock_error_code_set_dlockc_a8ec82a49ad92fb7(struct dlock_error *_swig_go_0, intgo _swig_go_1) {
+void _wrap_dlock_error_code_set_dlockc_489b11ab0a9e7f80(struct dlock_error *_swig_go_0, intgo _swig_go_1) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   int arg2 ;
   
@@ -541,7 +585,7 @@ void _wrap_dlock_error_code_set_dlockc_a8ec82a49ad92fb7(struct dlock_error *_swi
 }
 
 
-intgo _wrap_dlock_error_code_get_dlockc_a8ec82a49ad92fb7(struct dlock_error *_swig_go_0) {
+intgo _wrap_dlock_error_code_get_dlockc_489b11ab0a9e7f80(struct dlock_error *_swig_go_0) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -554,7 +598,7 @@ intgo _wrap_dlock_error_code_get_dlockc_a8ec82a49ad92fb7(struct dlock_error *_sw
 }
 
 
-void _wrap_dlock_error_server_errno_set_dlockc_a8ec82a49ad92fb7(struct dlock_error *_swig_go_0, intgo _swig_go_1) {
+void _wrap_dlock_error_server_errno_set_dlockc_489b11ab0a9e7f80(struct dlock_error *_swig_go_0, intgo _swig_go_1) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   int arg2 ;
   
@@ -566,7 +610,7 @@ void _wrap_dlock_error_server_errno_set_dlockc_a8ec82a49ad92fb7(struct dlock_err
 }
 
 
-intgo _wrap_dlock_error_server_errno_get_dlockc_a8ec82a49ad92fb7(struct dlock_error *_swig_go_0) {
+intgo _wrap_dlock_error_server_errno_get_dlockc_489b11ab0a9e7f80(struct dlock_error *_swig_go_0) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -579,7 +623,7 @@ intgo _wrap_dlock_error_server_errno_get_dlockc_a8ec82a49ad92fb7(struct dlock_er
 }
 
 
-void _wrap_dlock_error_message_set_dlockc_a8ec82a49ad92fb7(struct dlock_error *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_dlock_error_message_set_dlockc_489b11ab0a9e7f80(struct dlock_error *_swig_go_0, _gostring_ _swig_go_1) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   char *arg2 ;
   
@@ -603,7 +647,7 @@ void _wrap_dlock_error_message_set_dlockc_a8ec82a49ad92fb7(struct dlock_error *_
 }
 
 
-_gostring_ _wrap_dlock_error_message_get_dlockc_a8ec82a49ad92fb7(struct dlock_error *_swig_go_0) {
+_gostring_ _wrap_dlock_error_message_get_dlockc_489b11ab0a9e7f80(struct dlock_error *_swig_go_0) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -619,7 +663,7 @@ _gostring_ _wrap_dlock_error_message_get_dlockc_a8ec82a49ad92fb7(struct dlock_er
 }
 
 
-struct dlock_error *_wrap_new_dlock_error_dlockc_a8ec82a49ad92fb7() {
+struct dlock_error *_wrap_new_dlock_error_dlockc_489b11ab0a9e7f80() {
   struct dlock_error *result = 0 ;
   struct dlock_error *_swig_go_result;
   
@@ -630,7 +674,7 @@ struct dlock_error *_wrap_new_dlock_error_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-void _wrap_delete_dlock_error_dlockc_a8ec82a49ad92fb7(struct dlock_error *_swig_go_0) {
+void _wrap_delete_dlock_error_dlockc_489b11ab0a9e7f80(struct dlock_error *_swig_go_0) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   
   arg1 = *(struct dlock_error **)&_swig_go_0; 
@@ -640,7 +684,7 @@ void _wrap_delete_dlock_error_dlockc_a8ec82a49ad92fb7(struct dlock_error *_swig_
 }
 
 
-intgo _wrap_DLOCK_STATE_IDLE_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_STATE_IDLE_dlockc_489b11ab0a9e7f80() {
   enum dlock_state_t result;
   intgo _swig_go_result;
   
@@ -652,7 +696,7 @@ intgo _wrap_DLOCK_STATE_IDLE_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_STATE_HELD_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_STATE_HELD_dlockc_489b11ab0a9e7f80() {
   enum dlock_state_t result;
   intgo _swig_go_result;
   
@@ -664,7 +708,7 @@ intgo _wrap_DLOCK_STATE_HELD_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_STATE_LOST_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_STATE_LOST_dlockc_489b11ab0a9e7f80() {
   enum dlock_state_t result;
   intgo _swig_go_result;
   
@@ -676,7 +720,7 @@ intgo _wrap_DLOCK_STATE_LOST_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-_gostring_ _wrap_dlock_version_dlockc_a8ec82a49ad92fb7() {
+_gostring_ _wrap_dlock_version_dlockc_489b11ab0a9e7f80() {
   char *result = 0 ;
   _gostring_ _swig_go_result;
   
@@ -690,7 +734,7 @@ _gostring_ _wrap_dlock_version_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-_gostring_ _wrap_dlock_code_name_dlockc_a8ec82a49ad92fb7(intgo _swig_go_0) {
+_gostring_ _wrap_dlock_code_name_dlockc_489b11ab0a9e7f80(intgo _swig_go_0) {
   int arg1 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -706,7 +750,7 @@ _gostring_ _wrap_dlock_code_name_dlockc_a8ec82a49ad92fb7(intgo _swig_go_0) {
 }
 
 
-void _wrap_dlock_config_free_dlockc_a8ec82a49ad92fb7(struct dlock_config *_swig_go_0) {
+void _wrap_dlock_config_free_dlockc_489b11ab0a9e7f80(struct dlock_config *_swig_go_0) {
   dlock_config *arg1 = (dlock_config *) 0 ;
   
   arg1 = *(dlock_config **)&_swig_go_0; 
@@ -716,7 +760,7 @@ void _wrap_dlock_config_free_dlockc_a8ec82a49ad92fb7(struct dlock_config *_swig_
 }
 
 
-intgo _wrap_dlock_config_set_dlockc_a8ec82a49ad92fb7(struct dlock_config *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct dlock_error *_swig_go_3) {
+intgo _wrap_dlock_config_set_dlockc_489b11ab0a9e7f80(struct dlock_config *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct dlock_error *_swig_go_3) {
   dlock_config *arg1 = (dlock_config *) 0 ;
   char *arg2 = (char *) 0 ;
   char *arg3 = (char *) 0 ;
@@ -745,7 +789,7 @@ intgo _wrap_dlock_config_set_dlockc_a8ec82a49ad92fb7(struct dlock_config *_swig_
 }
 
 
-void _wrap_dlock_client_close_dlockc_a8ec82a49ad92fb7(struct dlock_client *_swig_go_0) {
+void _wrap_dlock_client_close_dlockc_489b11ab0a9e7f80(struct dlock_client *_swig_go_0) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   
   arg1 = *(dlock_client **)&_swig_go_0; 
@@ -755,7 +799,7 @@ void _wrap_dlock_client_close_dlockc_a8ec82a49ad92fb7(struct dlock_client *_swig
 }
 
 
-void _wrap_dlock_close_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
+void _wrap_dlock_close_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   
   arg1 = *(dlock_lock **)&_swig_go_0; 
@@ -765,7 +809,7 @@ void _wrap_dlock_close_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
 }
 
 
-intgo _wrap_dlock_try_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
+intgo _wrap_dlock_try_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int64_t arg2 ;
   dlock_error *arg3 = (dlock_error *) 0 ;
@@ -782,7 +826,7 @@ intgo _wrap_dlock_try_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, lon
 }
 
 
-intgo _wrap_dlock_rollback_as_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
+intgo _wrap_dlock_rollback_as_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   uint64_t arg2 ;
   dlock_error *arg3 = (dlock_error *) 0 ;
@@ -799,7 +843,7 @@ intgo _wrap_dlock_rollback_as_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_g
 }
 
 
-intgo _wrap_dlock_hold_count_as_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, long long _swig_go_1) {
+intgo _wrap_dlock_hold_count_as_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, long long _swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   uint64_t arg2 ;
   int result;
@@ -814,7 +858,7 @@ intgo _wrap_dlock_hold_count_as_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig
 }
 
 
-long long _wrap_dlock_cancel_mark_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
+long long _wrap_dlock_cancel_mark_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -827,7 +871,7 @@ long long _wrap_dlock_cancel_mark_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_sw
 }
 
 
-intgo _wrap_dlock_try_from_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, struct dlock_error *_swig_go_4) {
+intgo _wrap_dlock_try_from_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, struct dlock_error *_swig_go_4) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   uint64_t arg2 ;
   uint64_t arg3 ;
@@ -848,7 +892,7 @@ intgo _wrap_dlock_try_from_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0
 }
 
 
-intgo _wrap_dlock_renew_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
+intgo _wrap_dlock_renew_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   int result;
@@ -863,7 +907,7 @@ intgo _wrap_dlock_renew_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, s
 }
 
 
-intgo _wrap_dlock_release_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
+intgo _wrap_dlock_release_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   int result;
@@ -878,7 +922,7 @@ intgo _wrap_dlock_release_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0,
 }
 
 
-intgo _wrap_dlock_rollback_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
+intgo _wrap_dlock_rollback_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   int result;
@@ -893,7 +937,7 @@ intgo _wrap_dlock_rollback_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0
 }
 
 
-intgo _wrap_dlock_begin_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
+intgo _wrap_dlock_begin_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   int result;
@@ -908,7 +952,7 @@ intgo _wrap_dlock_begin_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, s
 }
 
 
-intgo _wrap_dlock_wait_lost_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
+intgo _wrap_dlock_wait_lost_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int64_t arg2 ;
   dlock_error *arg3 = (dlock_error *) 0 ;
@@ -925,7 +969,26 @@ intgo _wrap_dlock_wait_lost_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_
 }
 
 
-intgo _wrap_dlock_cancel_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
+intgo _wrap_dlock_wait_lost_from_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, long long _swig_go_1, long long _swig_go_2, struct dlock_error *_swig_go_3) {
+  dlock_lock *arg1 = (dlock_lock *) 0 ;
+  uint64_t arg2 ;
+  int64_t arg3 ;
+  dlock_error *arg4 = (dlock_error *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(dlock_lock **)&_swig_go_0; 
+  arg2 = (uint64_t)_swig_go_1; 
+  arg3 = (int64_t)_swig_go_2; 
+  arg4 = *(dlock_error **)&_swig_go_3; 
+  
+  result = (int)dlock_wait_lost_from(arg1,arg2,arg3,arg4);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_dlock_cancel_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -938,7 +1001,7 @@ intgo _wrap_dlock_cancel_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) 
 }
 
 
-intgo _wrap_dlock_state_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
+intgo _wrap_dlock_state_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -951,7 +1014,7 @@ intgo _wrap_dlock_state_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
 }
 
 
-intgo _wrap_dlock_held_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
+intgo _wrap_dlock_held_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -964,7 +1027,7 @@ intgo _wrap_dlock_held_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_dlock_owner_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
+_gostring_ _wrap_dlock_owner_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -980,7 +1043,7 @@ _gostring_ _wrap_dlock_owner_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go
 }
 
 
-long long _wrap_dlock_owner_copy_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0, _goslice_ _swig_go_1) {
+long long _wrap_dlock_owner_copy_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, _goslice_ _swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   char *arg2 = (char *) 0 ;
   size_t arg3 ;
@@ -999,7 +1062,7 @@ long long _wrap_dlock_owner_copy_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swi
 }
 
 
-long long _wrap_dlock_token_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
+long long _wrap_dlock_token_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1012,7 +1075,7 @@ long long _wrap_dlock_token_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_
 }
 
 
-long long _wrap_dlock_remaining_ms_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
+long long _wrap_dlock_remaining_ms_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int64_t result;
   long long _swig_go_result;
@@ -1025,7 +1088,7 @@ long long _wrap_dlock_remaining_ms_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_s
 }
 
 
-intgo _wrap_dlock_hold_count_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go_0) {
+intgo _wrap_dlock_hold_count_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -1038,7 +1101,7 @@ intgo _wrap_dlock_hold_count_dlockc_a8ec82a49ad92fb7(struct dlock_lock *_swig_go
 }
 
 
-intgo _wrap_DLOCK_EVENT_LOST_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_EVENT_LOST_dlockc_489b11ab0a9e7f80() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -1050,7 +1113,7 @@ intgo _wrap_DLOCK_EVENT_LOST_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_EVENT_MAX_HOLD_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_EVENT_MAX_HOLD_dlockc_489b11ab0a9e7f80() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -1062,7 +1125,7 @@ intgo _wrap_DLOCK_EVENT_MAX_HOLD_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_489b11ab0a9e7f80() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -1074,7 +1137,7 @@ intgo _wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_489b11ab0a9e7f80() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -1086,7 +1149,7 @@ intgo _wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_EVENT_CLEANUP_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_EVENT_CLEANUP_dlockc_489b11ab0a9e7f80() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -1098,7 +1161,7 @@ intgo _wrap_DLOCK_EVENT_CLEANUP_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_SEVERITY_INFO_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_SEVERITY_INFO_dlockc_489b11ab0a9e7f80() {
   enum dlock_severity result;
   intgo _swig_go_result;
   
@@ -1110,7 +1173,7 @@ intgo _wrap_DLOCK_SEVERITY_INFO_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_SEVERITY_WARNING_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_SEVERITY_WARNING_dlockc_489b11ab0a9e7f80() {
   enum dlock_severity result;
   intgo _swig_go_result;
   
@@ -1122,7 +1185,7 @@ intgo _wrap_DLOCK_SEVERITY_WARNING_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-intgo _wrap_DLOCK_SEVERITY_CRITICAL_dlockc_a8ec82a49ad92fb7() {
+intgo _wrap_DLOCK_SEVERITY_CRITICAL_dlockc_489b11ab0a9e7f80() {
   enum dlock_severity result;
   intgo _swig_go_result;
   
@@ -1134,7 +1197,7 @@ intgo _wrap_DLOCK_SEVERITY_CRITICAL_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-void _wrap_dlock_event_kind_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0, intgo _swig_go_1) {
+void _wrap_dlock_event_kind_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0, intgo _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int arg2 ;
   
@@ -1146,7 +1209,7 @@ void _wrap_dlock_event_kind_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swi
 }
 
 
-intgo _wrap_dlock_event_kind_get_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0) {
+intgo _wrap_dlock_event_kind_get_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -1159,7 +1222,7 @@ intgo _wrap_dlock_event_kind_get_dlockc_a8ec82a49ad92fb7(struct dlock_event *_sw
 }
 
 
-void _wrap_dlock_event_severity_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0, intgo _swig_go_1) {
+void _wrap_dlock_event_severity_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0, intgo _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int arg2 ;
   
@@ -1171,7 +1234,7 @@ void _wrap_dlock_event_severity_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *
 }
 
 
-intgo _wrap_dlock_event_severity_get_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0) {
+intgo _wrap_dlock_event_severity_get_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -1184,7 +1247,7 @@ intgo _wrap_dlock_event_severity_get_dlockc_a8ec82a49ad92fb7(struct dlock_event 
 }
 
 
-void _wrap_dlock_event_unix_ms_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0, long long _swig_go_1) {
+void _wrap_dlock_event_unix_ms_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0, long long _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int64_t arg2 ;
   
@@ -1196,7 +1259,7 @@ void _wrap_dlock_event_unix_ms_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_
 }
 
 
-long long _wrap_dlock_event_unix_ms_get_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0) {
+long long _wrap_dlock_event_unix_ms_get_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int64_t result;
   long long _swig_go_result;
@@ -1209,7 +1272,7 @@ long long _wrap_dlock_event_unix_ms_get_dlockc_a8ec82a49ad92fb7(struct dlock_eve
 }
 
 
-void _wrap_dlock_event_token_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0, long long _swig_go_1) {
+void _wrap_dlock_event_token_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0, long long _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   uint64_t arg2 ;
   
@@ -1221,7 +1284,7 @@ void _wrap_dlock_event_token_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_sw
 }
 
 
-long long _wrap_dlock_event_token_get_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0) {
+long long _wrap_dlock_event_token_get_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1234,7 +1297,7 @@ long long _wrap_dlock_event_token_get_dlockc_a8ec82a49ad92fb7(struct dlock_event
 }
 
 
-void _wrap_dlock_event_key_len_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0, long long _swig_go_1) {
+void _wrap_dlock_event_key_len_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0, long long _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   size_t arg2 ;
   
@@ -1246,7 +1309,7 @@ void _wrap_dlock_event_key_len_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_
 }
 
 
-long long _wrap_dlock_event_key_len_get_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0) {
+long long _wrap_dlock_event_key_len_get_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -1259,7 +1322,7 @@ long long _wrap_dlock_event_key_len_get_dlockc_a8ec82a49ad92fb7(struct dlock_eve
 }
 
 
-void _wrap_dlock_event_key_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_dlock_event_key_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *arg2 ;
   
@@ -1283,7 +1346,7 @@ void _wrap_dlock_event_key_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig
 }
 
 
-_gostring_ _wrap_dlock_event_key_get_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0) {
+_gostring_ _wrap_dlock_event_key_get_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1299,7 +1362,7 @@ _gostring_ _wrap_dlock_event_key_get_dlockc_a8ec82a49ad92fb7(struct dlock_event 
 }
 
 
-void _wrap_dlock_event_owner_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_dlock_event_owner_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *arg2 ;
   
@@ -1323,7 +1386,7 @@ void _wrap_dlock_event_owner_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_sw
 }
 
 
-_gostring_ _wrap_dlock_event_owner_get_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0) {
+_gostring_ _wrap_dlock_event_owner_get_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1339,7 +1402,7 @@ _gostring_ _wrap_dlock_event_owner_get_dlockc_a8ec82a49ad92fb7(struct dlock_even
 }
 
 
-void _wrap_dlock_event_message_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_dlock_event_message_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *arg2 ;
   
@@ -1363,7 +1426,7 @@ void _wrap_dlock_event_message_set_dlockc_a8ec82a49ad92fb7(struct dlock_event *_
 }
 
 
-_gostring_ _wrap_dlock_event_message_get_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0) {
+_gostring_ _wrap_dlock_event_message_get_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1379,7 +1442,7 @@ _gostring_ _wrap_dlock_event_message_get_dlockc_a8ec82a49ad92fb7(struct dlock_ev
 }
 
 
-struct dlock_event *_wrap_new_dlock_event_dlockc_a8ec82a49ad92fb7() {
+struct dlock_event *_wrap_new_dlock_event_dlockc_489b11ab0a9e7f80() {
   struct dlock_event *result = 0 ;
   struct dlock_event *_swig_go_result;
   
@@ -1390,7 +1453,7 @@ struct dlock_event *_wrap_new_dlock_event_dlockc_a8ec82a49ad92fb7() {
 }
 
 
-void _wrap_delete_dlock_event_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_go_0) {
+void _wrap_delete_dlock_event_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   
   arg1 = *(struct dlock_event **)&_swig_go_0; 
@@ -1400,7 +1463,7 @@ void _wrap_delete_dlock_event_dlockc_a8ec82a49ad92fb7(struct dlock_event *_swig_
 }
 
 
-intgo _wrap_dlock_client_next_event_dlockc_a8ec82a49ad92fb7(struct dlock_client *_swig_go_0, struct dlock_event *_swig_go_1, long long _swig_go_2, struct dlock_error *_swig_go_3) {
+intgo _wrap_dlock_client_next_event_dlockc_489b11ab0a9e7f80(struct dlock_client *_swig_go_0, struct dlock_event *_swig_go_1, long long _swig_go_2, struct dlock_error *_swig_go_3) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   dlock_event *arg2 = (dlock_event *) 0 ;
   int64_t arg3 ;
@@ -1419,7 +1482,7 @@ intgo _wrap_dlock_client_next_event_dlockc_a8ec82a49ad92fb7(struct dlock_client 
 }
 
 
-intgo _wrap_dlock_client_init_schema_dlockc_a8ec82a49ad92fb7(struct dlock_client *_swig_go_0, struct dlock_error *_swig_go_1) {
+intgo _wrap_dlock_client_init_schema_dlockc_489b11ab0a9e7f80(struct dlock_client *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   int result;
@@ -1429,6 +1492,33 @@ intgo _wrap_dlock_client_init_schema_dlockc_a8ec82a49ad92fb7(struct dlock_client
   arg2 = *(dlock_error **)&_swig_go_1; 
   
   result = (int)dlock_client_init_schema(arg1,arg2);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_dlockswig_exec_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long *_swig_go_3, struct dlock_error *_swig_go_4) {
+  dlock_lock *arg1 = (dlock_lock *) 0 ;
+  char *arg2 = (char *) 0 ;
+  size_t arg3 ;
+  size_t arg4 ;
+  int64_t *arg5 = (int64_t *) 0 ;
+  dlock_error *arg6 = (dlock_error *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(dlock_lock **)&_swig_go_0; 
+  
+  arg2 = (char *)_swig_go_1.array;
+  arg3 = (size_t)_swig_go_1.len;
+  
+  arg4 = (size_t)_swig_go_2; 
+  
+  arg5 = (int64_t *)_swig_go_3;
+  
+  arg6 = *(dlock_error **)&_swig_go_4; 
+  
+  result = (int)dlockswig_exec(arg1,arg2,arg3,arg4,arg5,arg6);
   _swig_go_result = result; 
   return _swig_go_result;
 }

@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.BiConsumer;
 
 /**
  * A distributed lock on one key, as a {@link Lock}. Made by {@link DLockClient#newLock}; close it
@@ -488,13 +489,31 @@ public final class DLock implements Lock, AutoCloseable {
     }
   }
 
+  /**
+   * Set by tests only: runs in the watcher between its closing check and its wait, where a cancel
+   * without a mark would be lost.
+   */
+  static volatile BiConsumer<DLock, Long> watchGapHook;
+
+  /** The handle's cancel count now (dlock_cancel_mark), for tests; 0 once closed. */
+  long cancelMark() {
+    return DLockNative.dlock_cancel_mark(handle.ptr);
+  }
+
   private void watch() {
     for (;; ) {
       boolean lost = false;
       guard.readLock().lock();
       try {
+        // The mark, then the closing check, then the wait from the mark: close() sets closing
+        // before its one cancel, so either closing is seen here or that cancel comes after the
+        // mark and ends the wait, however close to its start it lands.
+        if (closing) break; // (the handle may be freed already)
+        final long mark = DLockNative.dlock_cancel_mark(handle.ptr);
         if (closing) break;
-        DLockNative.dlock_wait_lost(handle.ptr, MAX_WAIT_MS);
+        BiConsumer<DLock, Long> hook = watchGapHook;
+        if (hook != null) hook.accept(this, mark);
+        DLockNative.dlock_wait_lost_from(handle.ptr, mark, MAX_WAIT_MS);
       } catch (LockLostException e) {
         lost = true;
       } catch (CancelledException | DLockTimeoutException e) {
@@ -544,22 +563,19 @@ public final class DLock implements Lock, AutoCloseable {
   public void close() {
     if (closing && handle.ptr == 0) return;
     closing = true;
-    // Cancel waits still running on the handle until every user has left it.
-    try {
-      while (!guard.writeLock().tryLock(20, TimeUnit.MILLISECONDS)) {
-        // Under a (barging) read lock, so that a concurrent close() cannot free the handle.
-        if (guard.readLock().tryLock()) {
-          try {
-            if (handle.ptr != 0) DLockNative.dlock_cancel(handle.ptr);
-          } finally {
-            guard.readLock().unlock();
-          }
-        }
+    // One cancel, never repeated: every wait on the handle (an acquire, the onLost watcher) takes
+    // a cancel mark before it checks closing and waits from that mark (dlock_try_from,
+    // dlock_wait_lost_from), so this cancel ends it wherever it is. Under a (barging) read lock,
+    // so that a concurrent close() cannot free the handle meanwhile; if that close holds the write
+    // lock, it has cancelled already.
+    if (guard.readLock().tryLock()) {
+      try {
+        if (handle.ptr != 0) DLockNative.dlock_cancel(handle.ptr);
+      } finally {
+        guard.readLock().unlock();
       }
-    } catch (InterruptedException e) {
-      guard.writeLock().lock();
-      Thread.currentThread().interrupt();
     }
+    guard.writeLock().lock(); // every user of the handle has left it
     try {
       cleanable.clean();
     } finally {

@@ -674,6 +674,66 @@ class DLockTest {
     }
   }
 
+  /** close() while the onLost watcher waits (or is about to) returns at once: one cancel. */
+  @Test
+  void closeStopsTheLossWatcherPromptly() throws Exception {
+    long slowest = 0;
+    for (int i = 0; i < 30; i++) {
+      String mode = i % 2 == 0 ? "lease" : "row";
+      DLock a = client.newLock(TestDb.key("close-watch"), Map.of("mode", mode));
+      AtomicInteger fired = new AtomicInteger();
+      a.onLost(fired::incrementAndGet);
+      a.lock(); // starts the watcher
+      if (i % 3 != 0) Thread.sleep(i % 3 == 1 ? 1 : 30); // from "just started" to "long inside"
+      long t0 = System.nanoTime();
+      a.close();
+      slowest = Math.max(slowest, System.nanoTime() - t0);
+      assertEquals(0, fired.get(), "close ran the onLost handler");
+    }
+    assertTrue(
+        slowest < TimeUnit.SECONDS.toNanos(1), "slowest close took " + slowest / 1e6 + " ms");
+  }
+
+  /**
+   * close()'s one cancel landing exactly between the watcher's closing check and its wait: the
+   * wait from the mark (dlock_wait_lost_from) still sees it. With plain dlock_wait_lost, close()
+   * would wait for the watcher's 24 h wait.
+   */
+  @Test
+  void closeInTheLossWatchersGap() throws Exception {
+    DLock a = client.newLock(TestDb.key("close-gap"));
+    CountDownLatch inGap = new CountDownLatch(1);
+    AtomicReference<String> problem = new AtomicReference<>();
+    DLock.watchGapHook =
+        (l, mark) -> {
+          if (l != a || inGap.getCount() == 0) return;
+          inGap.countDown();
+          // Hold the watcher here until close() has sent its cancel (the mark moves on).
+          long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+          while (a.cancelMark() == mark) {
+            if (System.nanoTime() > deadline) {
+              problem.set("close sent no cancel within 5 s");
+              return;
+            }
+            Thread.onSpinWait();
+          }
+        };
+    try {
+      a.onLost(() -> {});
+      a.lock();
+      assertTrue(inGap.await(5, TimeUnit.SECONDS), "the watcher did not start");
+      Thread closer = new Thread(a::close);
+      long t0 = System.nanoTime();
+      closer.start();
+      closer.join(5000);
+      assertFalse(closer.isAlive(), "close missed by the watcher: still waiting after 5 s");
+      assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(1), "close was slow");
+      assertEquals(null, problem.get());
+    } finally {
+      DLock.watchGapHook = null;
+    }
+  }
+
   @Test
   void rowLockHasNoToken() {
     try (DLock r = client.newLock(TestDb.key("row"), Map.of("mode", "row"))) {
