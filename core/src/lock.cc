@@ -325,9 +325,11 @@ void LockImpl::OnRenewed(const std::string& owner, Clock::time_point deadline) {
   if (state_ == LockState::kHeld && owner_ == owner) deadline_ = deadline;
 }
 
-void LockImpl::OnLost(const std::string& owner, const std::string& why) {
+bool LockImpl::OnLost(const std::string& owner, const std::string& why) {
   MutexLock g(st_mu_);
-  if (state_ == LockState::kHeld && owner_ == owner) SetLostLocked(why);
+  if (state_ != LockState::kHeld || owner_ != owner) return false;
+  SetLostLocked(why);
+  return true;
 }
 
 void LockImpl::Cancel(LockCaller& me) {
@@ -378,7 +380,8 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
   if (cancel.cancelled()) {
     // Cancelled, whatever else happened: a lock won in the race with the
     // cancel is given back at once, so no binding has to undo it.
-    if (s.ok()) {
+    // So is one whose last attempt was cut off in flight (it may have won).
+    if (s.ok() || s.code() == Code::kUnknown) {
       scheme_->Abandon(grant.owner);
       c_->waiters().Notify(db_key_);
     }

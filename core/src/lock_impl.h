@@ -107,7 +107,9 @@ class LockImpl final : private LockHost {
 
   // Watchdog hooks; called with the watchdog's mutex held, never with ours.
   void OnRenewed(const std::string& owner, Clock::time_point deadline);
-  void OnLost(const std::string& owner, const std::string& why);
+  // false: the hold had ended (or was found lost) already: not the
+  // watchdog's to report.
+  bool OnLost(const std::string& owner, const std::string& why);
 
  private:
   std::string Name() const { return name_; }

@@ -190,9 +190,12 @@ void Renewer::Scan(Clock::time_point now, Batches* batches, Expired* expired,
 
 void Renewer::Lost(LockImpl* lock, const std::string& why) {
   Entry& e = entries_[lock];
-  client_->counters().lost.fetch_add(1);
-  client_->Raise(EventType::kLost, Severity::kCritical, e.key, e.owner, lock->Token(), why);
-  lock->OnLost(e.owner, why);
+  // Counted and reported once: by whoever turned the hold LOST (a renew
+  // or release that found it lost may have been first).
+  if (lock->OnLost(e.owner, why)) {
+    client_->counters().lost.fetch_add(1);
+    client_->Raise(EventType::kLost, Severity::kCritical, e.key, e.owner, lock->Token(), why);
+  }
   entries_.erase(lock);
 }
 

@@ -29,32 +29,42 @@ Status RunIdempotent(SqlConn* preferred, ConnSource* fresh, const RetryPolicy& p
   SqlConn* conn = nullptr;
   int drops = 0, deadlocks = 0;
   bool rerun = false;
-  Status last;  // of the attempt before
+  // An attempt was cut off in flight, so it may have run: until an attempt
+  // answers, the call's outcome is unknown, whatever ends it.
+  bool in_doubt = false;
+  int doubt_errno = 0;  // the drop's, for an end that has none of its own
+  auto end = [&](const Status& s) {
+    if (!in_doubt || IsOutcomeUnknown(static_cast<unsigned>(s.server_errno())))
+      return GaveUp(s, p.what);
+    return Status(Code::kUnknown,
+                  std::string(p.what) + ": an attempt was cut off in flight and may have run, "
+                  "and no later one could re-check; " + s.message(),
+                  s.server_errno() != 0 ? s.server_errno() : doubt_errno);
+  };
   for (;;) {
     if (conn == nullptr || conn->broken()) {
       if (preferred != nullptr && !preferred->broken()) {
         conn = preferred;
       } else if (Status s = fresh->Fresh(&conn); !s.ok()) {
-        // No connection to re-check on: an attempt that may have run is
-        // unknown, whatever kept us from asking.
-        if (rerun && IsOutcomeUnknown(static_cast<unsigned>(last.server_errno())))
-          return GaveUp(last, p.what);
-        return s;
+        return end(s);
       }
     }
     Status s = attempt(*conn, rerun);
-    last = s;
     if (s.ok()) return s;
     const bool deadlock = s.server_errno() == ER_LOCK_DEADLOCK && deadlocks < kMaxDeadlocks;
     if (!deadlock) {
-      if (!conn->broken()) return s;
+      if (!conn->broken()) return end(s);
+      if (IsOutcomeUnknown(static_cast<unsigned>(s.server_errno()))) {
+        in_doubt = true;
+        doubt_errno = s.server_errno();
+      }
       // Dropped: re-run on a fresh connection while the call is young; a
       // server that let one statement time out is not asked for long.
-      if (++drops >= kMaxDrops || Clock::now() >= p.retry_until) return GaveUp(s, p.what);
+      if (++drops >= kMaxDrops || Clock::now() >= p.retry_until) return end(s);
       rerun = true;
     }
     if (p.stop && p.stop()) {
-      if (IsOutcomeUnknown(static_cast<unsigned>(s.server_errno()))) return GaveUp(s, p.what);
+      if (in_doubt) return end(s);
       return Status(Code::kCancelled, std::string(p.what) + ": cancelled");
     }
     if (deadlock) (p.sleep ? p.sleep : JitterSleep)(deadlocks++);

@@ -61,16 +61,16 @@ using Attempt = std::function<Status(SqlConn& conn, bool rerun)>;
 // are idempotent (the same statement for the same owner, or one transaction):
 //  - connection: preferred (may be null) while it is not broken, else
 //    fresh->Fresh(); a connection that still works is kept for the next
-//    attempt. A failing Fresh() ends the call with its status, or with
-//    kUnknown when the attempt before dropped in flight (it may have run).
+//    attempt.
 //  - 1213: the attempt is run again after p.sleep(0), p.sleep(1), ...
-//    at most kMaxDeadlocks times; then the 1213 comes back.
-//  - any other error on a connection that is not broken: back at once.
+//    at most kMaxDeadlocks times.
 //  - a broken connection: the attempt is run again, on a fresh one, with
-//    rerun = true; at the kMaxDrops-th drop or from p.retry_until on, the
-//    call gives up with GaveUp(s, p.what).
-//  - p.stop, asked before every re-run: true ends the call with kCancelled,
-//    or kUnknown when the last attempt dropped in flight.
+//    rerun = true, until the kMaxDrops-th drop or p.retry_until.
+//  - p.stop is asked before every re-run: true ends the call (kCancelled).
+//  - the call ends with the status that ended it (GaveUp: kUnknown for a
+//    statement cut off in flight), except that once any attempt was cut off
+//    in flight, every end but an answered attempt is kUnknown: that attempt
+//    may have run, and nothing re-checked it.
 Status RunIdempotent(SqlConn* preferred, ConnSource* fresh, const RetryPolicy& p,
                      const Attempt& attempt);
 

@@ -325,3 +325,73 @@ TEST_CASE("GaveUp: only errors that leave the outcome open become kUnknown") {
   CHECK(dlock::GaveUp(gone, "renew").code() == Code::kConnect);
   CHECK(dlock::GaveUp(dup, "renew").code() == Code::kDb);
 }
+
+// Once an attempt was cut off in flight (2013), it may have run: however the
+// call ends without a later attempt answering, the outcome is unknown.
+TEST_CASE("a drop in flight, then a drop before send, then no connection: kUnknown") {
+  FakeConn own("own", {CR_SERVER_LOST});
+  FakeConn f1("f1", {CR_SERVER_GONE_ERROR});
+  FakeSource src({&f1});
+  Run run;
+  Status s = run.Go(&own, &src);
+  CHECK(s.code() == Code::kUnknown);
+  CHECK(run.used == Names{"own", "f1"});
+  CHECK(src.calls == 2);
+}
+
+TEST_CASE("a drop in flight, then drops before send up to the limit: kUnknown") {
+  FakeConn own("own", {CR_SERVER_LOST});
+  FakeConn f1("f1", {CR_SERVER_GONE_ERROR});
+  FakeConn f2("f2", {CR_SERVER_GONE_ERROR});
+  FakeSource src({&f1, &f2});
+  Run run;
+  Status s = run.Go(&own, &src);
+  CHECK(s.code() == Code::kUnknown);
+  CHECK(s.server_errno() == CR_SERVER_GONE_ERROR);
+  CHECK(run.used == Names{"own", "f1", "f2"});
+}
+
+TEST_CASE("a drop in flight, then a drop before send, then stop: kUnknown, not kCancelled") {
+  FakeConn own("own", {CR_SERVER_LOST});
+  FakeConn f1("f1", {CR_SERVER_GONE_ERROR});
+  FakeSource src({&f1});
+  Run run;
+  int asked = 0;
+  run.policy.stop = [&] { return ++asked > 1; };  // lets the first re-run go
+  Status s = run.Go(&own, &src);
+  CHECK(s.code() == Code::kUnknown);
+  CHECK(asked == 2);
+  CHECK(run.used == Names{"own", "f1"});
+}
+
+TEST_CASE("a drop in flight, then a re-run that answers: its answer stands") {
+  FakeConn own("own", {CR_SERVER_LOST});
+  FakeConn f1("f1", {0});
+  FakeSource src({&f1});
+  Run run;
+  CHECK(run.Go(&own, &src).ok());
+  CHECK(run.reruns == Flags{false, true});
+}
+
+TEST_CASE("a drop in flight, then a re-run refused by the server: kUnknown") {
+  FakeConn own("own", {CR_SERVER_LOST});
+  FakeConn f1("f1", {ER_LOCK_WAIT_TIMEOUT});
+  FakeSource src({&f1});
+  Run run;
+  Status s = run.Go(&own, &src);
+  CHECK(s.code() == Code::kUnknown);
+  CHECK(s.server_errno() == ER_LOCK_WAIT_TIMEOUT);
+}
+
+TEST_CASE("drops and deadlocks interleaved: a deadlock does not reset the drop count") {
+  FakeConn own("own", {CR_SERVER_GONE_ERROR});
+  FakeConn f1("f1", {ER_LOCK_DEADLOCK, CR_SERVER_GONE_ERROR});
+  FakeConn f2("f2", {CR_SERVER_GONE_ERROR});
+  FakeConn f3("f3", {0});
+  FakeSource src({&f1, &f2, &f3});
+  Run run;
+  Status s = run.Go(&own, &src);
+  CHECK(s.code() == Code::kConnect);  // the third drop ends it; never sent: not unknown
+  CHECK(run.used == Names{"own", "f1", "f1", "f2"});
+  CHECK(run.sleeps == std::vector<int>{0});
+}
