@@ -243,9 +243,13 @@ DLOCK_EXPORT void dlock_close(dlock_lock *lock);
  * The wait for a free pool connection is bounded by wait_ms, but is at least
  * 1 s, so that wait_ms=0 still gets a connection in a busy process. The
  * whole call returns within max(wait_ms, connect_timeout) + connect_timeout +
- * read_timeout (see dlock_client_open). A call that dlock_cancel reached
- * returns DLOCK_E_CANCELLED whatever else happened; a lock it won in the
- * race with the cancel is given back before it returns. */
+ * read_timeout (see dlock_client_open). DLOCK_E_UNKNOWN: the connection
+ * failed while an acquiring statement was in flight and nothing could
+ * re-check it: the lock is not held, but a lease that statement may have
+ * taken stays taken until its ttl runs out. A call that dlock_cancel reached
+ * returns DLOCK_E_CANCELLED whatever else happened; a lock it won (or may
+ * have won, as above) in the race with the cancel is given back before it
+ * returns. */
 DLOCK_EXPORT int dlock_try(dlock_lock *lock, int64_t wait_ms, dlock_error *err);
 
 /* dlock_try and dlock_release on behalf of a holder id chosen by the caller
