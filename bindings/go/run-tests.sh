@@ -37,6 +37,7 @@ fi
 # A prefix and a Go build cache of this build dir's own: cgo's cached link
 # flags name the prefix, and a shared cache let one run link against another
 # run's temporary prefix after it was deleted ("cannot find -ldlock").
+build=$(cd "$build" && pwd)  # Go wants absolute paths (GOCACHE)
 prefix=$build/go-prefix
 rm -rf "$prefix"
 cmake --install "$build" --prefix "$prefix" >/dev/null
