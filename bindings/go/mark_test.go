@@ -14,6 +14,32 @@ import (
 	"github.com/dlock/dlock-go/internal/dlockc"
 )
 
+// testClient opens a client on the test server, closed when the test ends.
+func testClient(t *testing.T) *Client {
+	t.Helper()
+	c, err := Open(benchURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// heldLock opens a lock of c on key and takes it; closed when the test ends
+// (before its client).
+func heldLock(t *testing.T, c *Client, key string, opts ...Option) *Lock {
+	t.Helper()
+	l, err := c.NewLock(key, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	if err := l.TryLock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func TestCancelMarkBeforeTheCall(t *testing.T) {
 	c, err := Open(benchURL(t))
 	if err != nil {
@@ -73,19 +99,7 @@ func TestCancelMarkBeforeTheCall(t *testing.T) {
 func TestWaitLostMarkBeforeTheCall(t *testing.T) {
 	for _, mode := range []Mode{Lease, Row} {
 		t.Run(string(mode), func(t *testing.T) {
-			c, err := Open(benchURL(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			l, err := c.NewLock(benchKey("wlmark"), WithMode(mode))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			if err := l.TryLock(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			l := heldLock(t, testClient(t), benchKey("wlmark"), WithMode(mode))
 			e := newCerr()
 			defer e.free()
 
@@ -114,19 +128,7 @@ func TestWaitLostMarkBeforeTheCall(t *testing.T) {
 // parameters it is told of (the package never builds one; C must not read
 // past it anyway).
 func TestExecShimMalformed(t *testing.T) {
-	c, err := Open(benchURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	l, err := c.NewLock(benchKey("shim"), WithMode(Row))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if err := l.TryLock(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	l := heldLock(t, testClient(t), benchKey("shim"), WithMode(Row))
 	e := newCerr()
 	defer e.free()
 	for _, tc := range []struct {
@@ -204,18 +206,7 @@ func TestCloseStopsLostWatcher(t *testing.T) {
 // check, before its wait began): the wait from the mark still sees it. With
 // a plain dlock_wait_lost this Close would wait for the watcher's 24 h.
 func TestCloseInTheWatchersGap(t *testing.T) {
-	c, err := Open(benchURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	l, err := c.NewLock(benchKey("gap"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.TryLock(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	l := heldLock(t, testClient(t), benchKey("gap"))
 	inGap := make(chan struct{})
 	hook := func(hl *Lock, mark uint64) {
 		if hl != l {
