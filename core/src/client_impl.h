@@ -101,9 +101,6 @@ class ClientImpl {
   // Until when a statement dropped with its connection is re-run on a fresh
   // one: the call's deadline, or connect_timeout from now if that is later.
   Clock::time_point RetryUntil(Clock::time_point deadline) const;
-  // The status a call returns when it stops retrying after a drop: kUnknown
-  // when the statement may have run (dlock::GaveUp, retry.h).
-  Status GaveUp(const Status& s, const char* what) const { return dlock::GaveUp(s, what); }
 
   // Scheme 1, one statement each (defined in lease_scheme.cc, beside the
   // statements), re-run on a fresh connection when the connection drops
@@ -160,8 +157,6 @@ class ClientImpl {
   WaitQueues& waiters() { return waiters_; }
   // Wake-up names (GET_LOCK) are used unless the server is a Galera node.
   bool wakeup_supported() const { return !server_.galera; }
-  // Runs KILL QUERY on a connection blocked in a server-side wait.
-  void KillQuery(unsigned long thread_id);
 
  private:
   ClientImpl(ClientOptions opts, LockOptions lock_defaults);

@@ -160,8 +160,6 @@ Status Conn::Ping() {
   return Status::OK();
 }
 
-unsigned long Conn::thread_id() const { return mysql_thread_id(m_); }
-
 bool Conn::LooksClosed() const {
   if (broken_) return true;
   if (fd_ < 0) return true;

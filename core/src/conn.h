@@ -104,7 +104,6 @@ class Conn : public SqlConn {
   void Abort();
   // Counts every statement sent (for the client's counters).
   void set_counter(std::atomic<uint64_t>* c) { sent_ = c; }
-  unsigned long thread_id() const;
   const ServerInfo& server() const { return server_; }
 
  private:
