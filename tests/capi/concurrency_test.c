@@ -948,6 +948,48 @@ static void test_shared_holds(dlock_client *c) {
   dlock_client_close(other);
 }
 
+/* ---- dlock_client_init_schema while the client's locks are in use ---------- */
+
+struct cycler {
+  dlock_lock *l;
+  volatile int stop;
+  int rounds, failures;
+};
+
+static void *lock_cycler(void *p) {
+  struct cycler *cy = p;
+  while (!__atomic_load_n(&cy->stop, __ATOMIC_SEQ_CST)) {
+    if (dlock_try(cy->l, 5000, NULL) != DLOCK_OK || dlock_release(cy->l, NULL) != DLOCK_OK)
+      ++cy->failures;
+    ++cy->rounds;
+  }
+  return NULL;
+}
+
+static void test_init_schema_in_use(dlock_client *c) {
+  char kl[128], kr[128];
+  dlock_error err;
+  dlock_lock *lease = lock_with(c, key(kl, sizeof kl, "schema-lease"), NULL);
+  dlock_lock *row = lock_with(c, key(kr, sizeof kr, "schema-row"), (const char *const[]){"mode", "row", NULL});
+  if (lease == NULL || row == NULL) return;
+  struct cycler cy[2] = {{lease, 0, 0, 0}, {row, 0, 0, 0}};
+  pthread_t t[2];
+  for (int i = 0; i < 2; ++i) pthread_create(&t[i], NULL, lock_cycler, &cy[i]);
+  int ok = 0;
+  for (int i = 0; i < 20; ++i) ok += dlock_client_init_schema(c, &err) == DLOCK_OK;
+  for (int i = 0; i < 2; ++i) {
+    __atomic_store_n(&cy[i].stop, 1, __ATOMIC_SEQ_CST);
+    pthread_join(t[i], NULL);
+  }
+  CHECK(ok == 20, "init_schema beside lock traffic: %d/20 OK (%s)", ok, err.message);
+  for (int i = 0; i < 2; ++i) {
+    CHECK(cy[i].rounds > 0 && cy[i].failures == 0, "%s: %d of %d rounds failed beside init_schema",
+          i ? "row" : "lease", cy[i].failures, cy[i].rounds);
+  }
+  dlock_close(lease);
+  dlock_close(row);
+}
+
 static int selected(const char *name) {
   const char *only = getenv("CONC_TEST_ONLY");
   if (only == NULL || only[0] == '\0') return 1;
@@ -985,6 +1027,7 @@ int main(void) {
   RUN("holder_ids", test_holder_ids(c));
   RUN("wait_lost_mark", test_wait_lost_mark(c));
   RUN("shared_holds", test_shared_holds(c));
+  RUN("init_schema", test_init_schema_in_use(c));
   RUN("cancel_lease", test_cancel_race("lease"));
   RUN("cancel_row", test_cancel_race("row"));
   if (dlock_test_server_is_ours()) {
