@@ -25,6 +25,21 @@ func testClient(t *testing.T) *Client {
 	return c
 }
 
+// closeWithin closes l and says how long it took; a Close still waiting
+// after limit (a watcher that missed its cancel) fails the test.
+func closeWithin(t *testing.T, l *Lock, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { _ = l.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		t.Fatalf("Close still waiting for the Lost watcher after %v", limit)
+	}
+	return time.Since(start)
+}
+
 // heldLock opens a lock of c on key and takes it; closed when the test ends
 // (before its client).
 func heldLock(t *testing.T, c *Client, key string, opts ...Option) *Lock {
@@ -180,15 +195,7 @@ func TestCloseStopsLostWatcher(t *testing.T) {
 			if d := time.Duration(i%8) * time.Duration(i) * 50 * time.Microsecond; d > 0 {
 				time.Sleep(d)
 			}
-			start := time.Now()
-			done := make(chan struct{})
-			go func() { l.Close(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				t.Fatalf("%s round %d: Close still waiting for the Lost watcher after 5 s", mode, i)
-			}
-			slowest = max(slowest, time.Since(start))
+			slowest = max(slowest, closeWithin(t, l, 5*time.Second))
 			select {
 			case <-lost:
 				t.Fatalf("%s: Close closed Lost()", mode)
@@ -230,15 +237,7 @@ func TestCloseInTheWatchersGap(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the Lost watcher did not start")
 	}
-	start := time.Now()
-	done := make(chan struct{})
-	go func() { l.Close(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close missed by the watcher: still waiting after 5 s")
-	}
-	if el := time.Since(start); el > time.Second {
+	if el := closeWithin(t, l, 5*time.Second); el > time.Second {
 		t.Fatalf("Close took %v", el)
 	}
 }
