@@ -232,7 +232,7 @@ class Run:
                 roles = ["cli"]
             elif kind == "holder-stop" and not any(f["kind"] == kind for f in self.faults):
                 roles = ["lib"]
-            h = self.holder(roles, 2 * a.ttl + 4)
+            h = self.holder(roles, 2 * a.ttl)
             if h is None:
                 return False
             role, pid, cmd_pid, token = h
@@ -300,20 +300,34 @@ class Run:
         self.faults.append(rec)
         return True
 
+    def note(self, text: str) -> None:
+        with open(os.path.join(self.dir, "driver.log"), "a") as f:
+            f.write(f"{secs(now() - self.t0):8.3f} {text}\n")
+
     def chaos(self) -> None:
         a = self.a
         # Every kind once, in a seeded order, then seeded picks; a kind that
-        # found no target (no `dlock run` holder in time) is tried again next.
+        # found no target in time (no `dlock run` holder) is tried again
+        # after the others.
         plan = KINDS[:]
         self.sched.shuffle(plan)
+        # Faults begin once the workers are up (the first grant).
+        if self.next_grant(0, now(), 30) is None:
+            self.failures.append("no worker acquired the key within 30 s of the start")
+            return
+        self.note("first grant")
         last = self.end - int((a.ttl + 4) * 1e9)
         while True:
             self.sleep(self.sched.uniform(0.3, 1.5))
             if now() >= last:
                 break
             kind = plan.pop(0) if plan else self.sched.choice(KINDS)
-            if not self.fault(kind):
-                plan.insert(0, kind)
+            self.note(f"{kind}: starts")
+            if self.fault(kind):
+                self.note(f"{kind}: {json.dumps(self.faults[-1])}")
+            else:
+                self.note(f"{kind}: no target found")
+                plan.append(kind)  # again after the others
 
     def continue_all(self) -> None:
         for p in list(self.stopped):
