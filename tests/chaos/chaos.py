@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -385,6 +386,12 @@ def build_ops(recs, writes_log):
             continue
         ret = got.get(("acquire", "ret"))
         exit_ = got.get(("exit", "ret"))
+        if ret is None and exit_ is not None:
+            # A command stopped or killed before it wrote its first line:
+            # `dlock -v` said what it acquired (granted by then at the latest).
+            m = re.search(r"dlock: acquired '[^']*' \(token (\d+),", exit_.get("stderr", ""))
+            if m:
+                ret = dict(out="ok", token=int(m.group(1)), t=exit_["t"])
         if ret is not None:
             ops.append(dict(worker=w, kind="acquire", out=ret["out"], token=ret.get("token", 0),
                             call=call["t"], ret=ret["t"], code=ret.get("code", "")))

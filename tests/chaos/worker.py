@@ -177,7 +177,7 @@ def run_cli(a) -> None:
             continue
         text = err.decode(errors="replace")
         h.put(seq, "exit", "ret", code=p.returncode, released=f"dlock: released '{a.key}'" in text,
-              stderr=text[-400:])
+              stderr=text[-2000:])
         if p.returncode not in (0, 75, 79, 137, -9):
             time.sleep(rng.uniform(0.05, 0.2))  # no server: do not spin
 
