@@ -52,7 +52,9 @@ fi
 # ---- the checker: its own tests first ---------------------------------------
 command -v go >/dev/null 2>&1 || export PATH="$PATH:/usr/local/go/bin"
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local GOCACHE=$build/go-cache
-(cd tests/chaos/checker && go vet ./... && go test -count=1 ./... && go build -o "$out/chaoscheck" .)
+(cd tests/chaos/checker &&
+  { [ -z "$(gofmt -l .)" ] || { echo "chaos: gofmt: $(gofmt -l .)" >&2; exit 1; }; } &&
+  go vet ./... && go test -count=1 ./... && go build -o "$out/chaoscheck" .)
 
 # ---- a server of its own ----------------------------------------------------
 db=$(mktemp -d "$out/db.XXXXXX")
