@@ -613,8 +613,10 @@ class Lock:
                   f"someone else holds it, for another {left_ms / 1000:.1f} s by the server's clock unless renewed")
         return f"lock {self._key!r} was not acquired within {waited_s:g} s ({holder})"
 
-    def _acquire_ms(self, wait_ms: int) -> bool:
-        if not self._core.try_(wait_ms):
+    def _acquire_ms(self, wait_ms: int, mark: Optional[int] = None) -> bool:
+        # mark: a cancel mark taken before the caller armed its cancel (see
+        # AsyncLock._acquire_core); None: taken as the core call begins.
+        if not self._core.try_(wait_ms, mark):
             return False
         if self._on_lost is not None:
             self._start_watcher()
@@ -669,12 +671,19 @@ class Lock:
     def wait_lost(self, timeout: Optional[float] = None) -> bool:
         """Blocks until the lock is lost (True), or released / not held, or
         ``timeout`` seconds pass (False). None = no timeout. The GIL is released."""
+        return self._wait_lost(timeout, None)
+
+    def _wait_lost(self, timeout: Optional[float], mark: Optional[int]) -> bool:
+        # One mark for the whole wait: a cancel() that lands between two
+        # slices of an unlimited wait still ends it.
+        if mark is None:
+            mark = self._core.cancel_mark()
         if timeout is not None:
-            code = self._core.wait_lost(_convert.ms(timeout, "timeout"))
+            code = self._core.wait_lost(_convert.ms(timeout, "timeout"), mark)
         else:
             code = _TIMEOUT
             while code == _TIMEOUT:
-                code = self._core.wait_lost(_MAX_WAIT_MS)
+                code = self._core.wait_lost(_MAX_WAIT_MS, mark)
         if code == _CANCELLED:
             raise Cancelled(f"wait_lost on {self._key!r} was cancelled", _CANCELLED)
         return code == _LOST
@@ -797,6 +806,11 @@ if hasattr(os, "register_at_fork"):
 
 T = TypeVar("T")
 
+#: Tests only: called on the pool thread of an AsyncLock acquisition with
+#: (lock, cancel mark), after the cancelled-before-start check and before the
+#: core call: where a cancel without the mark would be lost.
+_acquire_gap_hook: Optional[Callable[["Lock", int], None]] = None
+
 
 async def _run(fn: Callable[..., T], *args: Any) -> T:
     loop = asyncio.get_running_loop()
@@ -892,12 +906,20 @@ class AsyncLock:
 
     async def _acquire_core(self, deadline: float) -> bool:
         stop = threading.Event()
+        # The mark before the call is handed over: the one cancel sent below
+        # when the task is cancelled ends the core call wherever it lands,
+        # also before the pool thread has entered the core (without the
+        # mark, such a cancel was lost and the task waited its whole wait).
+        mark = self._lock._core.cancel_mark()
 
         def attempt() -> bool:
             if stop.is_set():  # cancelled before a pool thread picked it up
                 return False
+            hook = _acquire_gap_hook
+            if hook is not None:
+                hook(self._lock, mark)
             left = max(0, math.ceil((deadline - time.monotonic()) * 1000))
-            return self._lock._acquire_ms(left)
+            return self._lock._acquire_ms(left, mark)
 
         fut = asyncio.get_running_loop().run_in_executor(_executor(), attempt)
         try:
@@ -936,7 +958,9 @@ class AsyncLock:
         await _run(self._lock.rollback)
 
     async def wait_lost(self, timeout: Optional[float] = None) -> bool:
-        fut = asyncio.get_running_loop().run_in_executor(_executor(), self._lock.wait_lost, timeout)
+        mark = self._lock._core.cancel_mark()  # as in _acquire_core
+        fut = asyncio.get_running_loop().run_in_executor(_executor(), self._lock._wait_lost, timeout,
+                                                         mark)
         try:
             return await asyncio.shield(fut)
         except asyncio.CancelledError:
