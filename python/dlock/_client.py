@@ -214,7 +214,7 @@ class Client:
         self,
         key: Key,
         ttl: Optional[float] = None,
-        wait: float = 3.0,
+        wait: Optional[float] = None,
         *,
         auto_renew: bool = True,
         max_hold: Optional[float] = None,
@@ -228,7 +228,8 @@ class Client:
         ttl: lease length in seconds; with ``auto_renew`` (default) the core's
         watchdog renews it every ttl/3 until release, up to ``max_hold``
         seconds (default 300; 0 = no limit). wait: seconds to wait for it
-        (``dlock.LockTimeout`` when not acquired). ``transaction=True`` opens a
+        (``with``: default 3, then ``dlock.LockTimeout``; ``acquire()``
+        without a timeout: no limit unless ``wait`` is given). ``transaction=True`` opens a
         transaction on the lock's own connection at acquisition (A7):
         ``held.execute()`` runs there and the release commits it together with
         the release (an exception inside the with-block rolls it back).
@@ -238,7 +239,8 @@ class Client:
 
         Not acquired until used: ``with`` (waits ``wait`` seconds, then
         ``dlock.LockTimeout``) or ``acquire()`` (like ``threading.Lock``:
-        blocks until acquired unless given ``timeout`` or ``blocking=False``).
+        blocks until acquired, or for the lock's ``wait`` when one was given,
+        unless given ``timeout`` or ``blocking=False``).
         Reentrant per object and thread: the same thread entering the same
         Lock object again counts up.
         """
@@ -249,12 +251,13 @@ class Client:
         if max_hold is not None:
             opts["max_hold_ms"] = _convert.ms(max_hold, "max_hold")
         opts.update(options)
-        return Lock(self, key, opts, wait=wait, transaction=transaction, on_lost=on_lost)
+        return Lock(self, key, opts, wait=wait, with_wait=3.0, transaction=transaction,
+                    on_lost=on_lost)
 
     def row_lock(
         self,
         key: Key,
-        wait: float = 5.0,
+        wait: Optional[float] = None,
         *,
         reentrant: bool = True,
         shards: Optional[int] = None,
@@ -264,7 +267,8 @@ class Client:
         """A row lock (A2): ``SELECT ... FOR UPDATE`` on the key's row (created
         if missing, never a gap lock), held by an open transaction.
 
-        ``with client.row_lock("order_compensate", wait=5) as held:``
+        ``with client.row_lock("order_compensate", wait=5) as held:`` (``with``
+        waits 5 s unless given ``wait``; ``acquire()`` as for lock())
         ``held.execute(sql, params)`` runs on that transaction (A7); leaving the
         block commits (the release), an exception rolls back. ``shards=N``
         maps the key onto one of N rows (A12: exclusion is then per shard).
@@ -272,7 +276,7 @@ class Client:
         _convert.check_conflicts(options)
         opts: Dict[str, Any] = {"mode": "row", "reentrant": reentrant, "shards": shards}
         opts.update(options)
-        return Lock(self, key, opts, wait=wait, transaction=False, on_lost=on_lost)
+        return Lock(self, key, opts, wait=wait, with_wait=5.0, transaction=False, on_lost=on_lost)
 
     def alock(
         self,
@@ -501,13 +505,17 @@ class Lock:
         key: Key,
         options: Dict[str, Any],
         *,
-        wait: float = 3.0,
+        wait: Optional[float] = None,
+        with_wait: float = 3.0,
         transaction: bool = False,
         on_lost: Optional[Callable[["Lock"], Any]] = None,
     ) -> None:
         self._key = _convert.check_key(key)
         self._mode = str(options.get("mode", "lease"))
-        self._wait_ms = _convert.ms(wait, "wait")
+        # `with` waits wait (with_wait when not given); acquire() without a
+        # timeout waits wait when given, else without limit (threading's).
+        self._wait_ms = _convert.ms(with_wait if wait is None else wait, "wait")
+        self._acquire_wait_ms: Optional[int] = None if wait is None else self._wait_ms
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable")
         self._on_lost = on_lost
@@ -577,11 +585,12 @@ class Lock:
 
     def acquire(self, blocking: bool = True, timeout: Optional[float] = -1, *,
                 wait: Optional[float] = None) -> Acquired:
-        """Takes the lock, like ``threading.Lock.acquire``: with no argument
-        it waits until it gets it; ``timeout`` seconds bound the wait (-1 or
-        None: no bound); ``blocking=False`` tries once. True when held, False
-        when someone else held it the whole time. (``wait=`` seconds is the
-        older spelling of ``timeout=``.)
+        """Takes the lock, like ``threading.Lock.acquire``: with no timeout
+        it waits for the ``wait=`` the lock was made with, or, when it was
+        made without one, until it gets it; ``timeout`` seconds bound the
+        wait (-1 or None: no timeout given); ``blocking=False`` tries once.
+        True when held, False when someone else held it the whole time.
+        (``wait=`` seconds is the older spelling of ``timeout=``.)
 
         The result is also a context manager: ``with lock.acquire(timeout=5):``
         runs the block holding the lock and releases it after (raising
@@ -596,7 +605,7 @@ class Lock:
                 raise ValueError("can't specify a timeout for a non-blocking call")
             ms = 0
         elif timeout is None or (not isinstance(timeout, bool) and timeout == -1):
-            ms = -1  # no limit
+            ms = -1 if self._acquire_wait_ms is None else self._acquire_wait_ms
         else:
             ms = _convert.ms(timeout, "timeout")
         return Acquired(self._acquire_ms(ms), self, ms / 1000.0)

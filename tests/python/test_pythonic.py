@@ -27,7 +27,7 @@ from dlock_test_util import wait_until
 def test_acquire_without_arguments_blocks_like_threading(client: dlock.Client, key: str) -> None:
     holder = client.lock(key, ttl=30)
     assert holder.acquire() is not False and holder.locked()
-    waiter = client.lock(key, ttl=30, wait=0.2)  # wait= is for `with`, not acquire()
+    waiter = client.lock(key, ttl=30)  # made without wait=: acquire() has no limit
     got = []
 
     def wait_for_it() -> None:
@@ -38,7 +38,7 @@ def test_acquire_without_arguments_blocks_like_threading(client: dlock.Client, k
     t = threading.Thread(target=wait_for_it)
     t.start()
     wait_until(lambda: client.counters()["statements"] > 0, what="the waiter to start")
-    time.sleep(0.6)  # the point of the test: longer than the lock's wait, and it keeps waiting
+    time.sleep(3.5)  # the point of the test: longer than `with`'s default wait, and it keeps waiting
     assert got == [] and t.is_alive()
     released_at = time.monotonic()
     holder.release()
@@ -46,6 +46,34 @@ def test_acquire_without_arguments_blocks_like_threading(client: dlock.Client, k
     assert len(got) == 1 and got[0][0] == True  # noqa: E712 - equals True, like threading's
     assert got[0][1] >= released_at and got[0][2]
     assert not waiter.locked() and not holder.locked()
+
+
+@pytest.mark.parametrize("make", ["lock", "row_lock"])
+def test_acquire_without_a_timeout_waits_the_locks_wait(client: dlock.Client, client2: dlock.Client,
+                                                        key: str, make: str) -> None:
+    """A lock made with wait= waits that long in acquire() too (issue 17.6);
+    an explicit timeout wins over it."""
+    holder = getattr(client2, make)(key)
+    assert holder.acquire(blocking=False)
+    try:
+        waiter = getattr(client, make)(key, wait=0.3)
+        t0 = time.monotonic()
+        assert waiter.acquire() == False  # noqa: E712
+        took = time.monotonic() - t0
+        assert 0.3 <= took < 5, took
+        t0 = time.monotonic()
+        assert waiter.acquire(timeout=0.6) == False  # noqa: E712
+        assert time.monotonic() - t0 >= 0.6
+        assert waiter.acquire(timeout=None) == False  # noqa: E712 - None: no timeout given
+        assert not waiter.locked()
+        with pytest.raises(dlock.LockTimeout, match=r"within 0\.3 s"):
+            with waiter.acquire():
+                pass  # pragma: no cover
+    finally:
+        holder.release()
+    # Free: taken at once, with or without the lock's wait.
+    assert waiter.acquire() and waiter.locked()
+    waiter.release()
 
 
 def test_acquire_blocking_and_timeout(client: dlock.Client, client2: dlock.Client, key: str) -> None:
