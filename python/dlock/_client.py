@@ -20,12 +20,14 @@ import threading
 import time
 import warnings
 import weakref
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
 from typing import (
     Any,
     Callable,
+    Deque,
     Dict,
     List,
     Optional,
@@ -40,7 +42,10 @@ from ._errors import Cancelled, Error, InvalidArgument, LockTimeout, StateError
 
 __all__ = ["connect", "Client", "Lock", "AsyncLock", "Event", "EventType", "Severity", "Acquired"]
 
-#: Where events go when a client is opened with ``log_events=True``.
+#: Where every client's events go unless it is opened with ``log_events=False``.
+#: The package adds no handler: records at WARNING and above reach stderr
+#: through Python's last-resort handler until the application configures
+#: logging.
 logger = logging.getLogger("dlock")
 
 Key = _convert.Key
@@ -94,8 +99,10 @@ def connect(url: str, **options: Any) -> "Client":
     Also accepted: ``mariadb://``, SQLAlchemy's ``mysql+pymysql://`` (any
     ``+driver``), and ``localhost`` with a port, which means TCP to that port
     (without a port, ``localhost`` is the local unix socket).
-    ``log_events=True`` sends the client's events (lost leases, max-hold
-    trips, renewal retries, cleanup) to the ``dlock`` logger.
+    The client's events (lost leases and max-hold trips at CRITICAL, renewal
+    retries at WARNING, cleanup at DEBUG) go to the ``dlock`` logger, each
+    record carrying the event as ``record.dlock_event``;
+    ``log_events=False`` keeps them off it.
 
     Connects once to check the server (reachable, writable, not a replica) and
     creates the lock tables if missing. The GIL is released meanwhile.
@@ -112,7 +119,7 @@ class Client:
     parent's (in the child they raise ``dlock.Forked``).
     """
 
-    def __init__(self, url: str, *, log_events: bool = False, **options: Any) -> None:
+    def __init__(self, url: str, *, log_events: bool = True, **options: Any) -> None:
         if not isinstance(url, str):
             raise TypeError(f"url must be a str (mysql://user@host:port/database), not {type(url).__name__}")
         _convert.check_conflicts(options)
@@ -123,7 +130,11 @@ class Client:
         self._pid = os.getpid()
         self._core: Optional[_core.Client] = _core.Client(self._url, self._options)
         self._closed = False
-        self._pump: Optional[threading.Thread] = None
+        # Events the package's pump logged, kept for next_event()/events():
+        # as many as the core's queue holds, the newest.
+        self._logging = False
+        self._logged: "Deque[Event]" = deque(maxlen=int(self._options.get("events", "1024")))
+        self._pumping = threading.Lock()  # held while one thread takes events off the core's queue
         if log_events:
             self.log_events()
 
@@ -147,9 +158,10 @@ class Client:
                     raise StateError("the client is closed")
                 self._core = _core.Client(self._url, self._options)
                 self._pid = os.getpid()
-                if self._pump is not None:
-                    self._pump = None
-                    self.log_events()
+                self._logged = deque(maxlen=self._logged.maxlen)  # the parent's events
+                self._pumping = threading.Lock()
+                if self._logging:
+                    _pump.add(self)
             c = self._core
             assert c is not None
             return c
@@ -191,22 +203,23 @@ class Client:
         self._c().init_schema()
 
     def log_events(self) -> None:
-        """Sends this client's events to the ``dlock`` logger from now on:
-        lost leases and max-hold trips as ERROR (critical events) or WARNING,
-        renewal retries as WARNING, cleanup as INFO/DEBUG. Each record carries
-        the event as ``record.dlock_event``. A daemon thread of the package
-        pumps them; it stops at interpreter exit. The pump takes every event
-        off the queue: use it instead of next_event()/events(), not with them.
+        """Sends this client's events to the ``dlock`` logger from now on
+        (the default; for a client opened with ``log_events=False``): lost
+        leases and max-hold trips at CRITICAL, renewal retries and a release
+        that found the row gone at WARNING, cleanup at DEBUG (WARNING when it
+        failed). Each record carries the event as ``record.dlock_event``.
+
+        One daemon thread of the package reads the events of every such
+        client, within 0.2 s of each event; it stops at interpreter exit.
+        next_event()/events() still return every event (logged when read,
+        or kept after the thread logged it; the core's ``events`` option
+        bounds how many are kept, the newest).
 
         Prometheus, say: a ``logging.Handler`` whose ``emit(record)`` does
         ``EVENTS.labels(record.dlock_event.type.name).inc()``."""
-        if self._pump is not None and self._pump.is_alive():
-            return
-        t = threading.Thread(target=_pump_events, args=(weakref.ref(self),), name="dlock-events",
-                             daemon=True)
-        self._pump = t
-        _pumps.add(t)
-        t.start()
+        self._c()
+        self._logging = True
+        _pump.add(self)
 
     # -- locks ----------------------------------------------------------------
 
@@ -357,12 +370,45 @@ class Client:
 
     def next_event(self, timeout: float = 0.0) -> Optional[Event]:
         """The oldest queued event, waiting up to ``timeout`` seconds; None if none came."""
-        raw = self._c().next_event(_convert.ms(timeout, "timeout"))
-        if raw is None:
-            return None
-        etype, severity, unix_ms, token, key, owner, message = raw
-        return Event(EventType(etype), Severity(severity), unix_ms / 1000.0, token,
-                     _convert.key_from_core(key), owner, message)
+        ms = _convert.ms(timeout, "timeout")
+        core = self._c()
+        if not self._logging:
+            return _event(core.next_event(ms))
+        # The ones the pump took off the core's queue (and logged) first,
+        # then the core's queue itself, logged here; meanwhile the pump
+        # leaves this client alone, so the order stays the core's.
+        with self._pumping:
+            if self._logged:
+                return self._logged.popleft()
+            ev = _event(core.next_event(ms))
+            if ev is not None:
+                _log_event(ev)
+            return ev
+
+    def _pump_once(self) -> bool:
+        """Logs the events queued in the core and keeps them for
+        next_event() (the pump's step); False when this client is no longer
+        pumped (closed, forked, or failing)."""
+        core = self._core
+        if core is None or not self._logging or self._pid != os.getpid():
+            return False
+        if not self._pumping.acquire(blocking=False):
+            return True  # a next_event() is reading (and logging) them
+        try:
+            for _ in range(1000):  # the rest at the next step: other clients wait meanwhile
+                try:
+                    ev = _event(core.next_event(0))
+                except Error as e:
+                    self._logging = False  # next_event() reads the core's queue again
+                    logger.warning("dlock: events of %s are no longer logged: %s", self._where, e)
+                    return False
+                if ev is None:
+                    break
+                _log_event(ev)
+                self._logged.append(ev)
+        finally:
+            self._pumping.release()
+        return True
 
     def events(self, timeout: float = 0.0) -> List[Event]:
         """Waits up to ``timeout`` seconds for an event, then returns it with
@@ -384,37 +430,83 @@ class Client:
         return self._c().cleanup()
 
 
+def _event(raw: Any) -> Optional[Event]:
+    if raw is None:
+        return None
+    etype, severity, unix_ms, token, key, owner, message = raw
+    return Event(EventType(etype), Severity(severity), unix_ms / 1000.0, token,
+                 _convert.key_from_core(key), owner, message)
+
+
 _LOG_LEVELS = {0: logging.INFO, 1: logging.WARNING, 2: logging.CRITICAL}
+
+
+def _log_event(ev: Event) -> None:
+    cleanup = ev.type == EventType.CLEANUP and ev.severity == Severity.INFO
+    level = logging.DEBUG if cleanup else _LOG_LEVELS.get(int(ev.severity), logging.WARNING)
+    logger.log(level, "%s %r (token %d, owner %s): %s", ev.type.name.lower(), ev.key, ev.token,
+               ev.owner or "-", ev.message, extra={"dlock_event": ev})
+
+
 _exiting = threading.Event()
-_pumps: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()
 
 
-def _pump_events(ref: "weakref.ref[Client]") -> None:
-    """Body of the log_events() thread: holds the client only while it waits
-    (0.2 s at a time), so a dropped client ends the pump; so does exit."""
-    while not _exiting.is_set():
-        client = ref()
-        if client is None or client.closed or client._pump is not threading.current_thread():
-            return
-        try:
-            events = client.events(timeout=0.2)
-        except Error as e:  # a forked child's pump thread does not exist; others say why
-            logger.warning("dlock: event pump stopped: %s", e)
-            return
-        del client
-        for ev in events:
-            cleanup = ev.type == EventType.CLEANUP and ev.severity == Severity.INFO
-            level = logging.DEBUG if cleanup else _LOG_LEVELS.get(int(ev.severity), logging.WARNING)
-            logger.log(level, "%s %r (token %d, owner %s): %s", ev.type.name.lower(), ev.key,
-                       ev.token, ev.owner or "-", ev.message, extra={"dlock_event": ev})
+class _Pump:
+    """One daemon thread for the whole package that logs the events of every
+    client that logs them (Client._pump_once), every 0.2 s: a client costs
+    no thread of its own. It holds the clients weakly, so a dropped client
+    stops being pumped; it ends when none is left, and at exit."""
+
+    _PERIOD = 0.2
+
+    def __init__(self) -> None:
+        self._mu = threading.Lock()
+        self._clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+        self._thread: Optional[threading.Thread] = None
+
+    def add(self, client: Client) -> None:
+        with self._mu:
+            self._clients.add(client)
+            if self._thread is None and not _exiting.is_set():
+                self._thread = threading.Thread(target=self._run, name="dlock-events", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while not _exiting.wait(self._PERIOD) and self._step():
+            pass
+
+    def _step(self) -> bool:
+        # The clients are held only here, not across the wait.
+        with self._mu:
+            clients = list(self._clients)
+            if not clients:
+                self._thread = None
+                return False
+        for c in clients:
+            if not c._pump_once():
+                with self._mu:
+                    self._clients.discard(c)
+        return True
+
+    def stop(self) -> None:
+        t = self._thread
+        if t is not None:
+            t.join(timeout=1.0)
+
+    def after_fork(self) -> None:
+        self._mu = threading.Lock()
+        self._clients = weakref.WeakSet()  # a client adds itself again when it reopens
+        self._thread = None
+
+
+_pump = _Pump()
 
 
 def _at_exit() -> None:
-    # Before the interpreter tears down: pumps stop (they never outlive it),
-    # and locks dropped while held (see Lock.__del__) are given back now.
+    # Before the interpreter tears down: the pump stops (it never outlives
+    # it), and locks dropped while held (see Lock.__del__) are given back now.
     _exiting.set()
-    for t in list(_pumps):
-        t.join(timeout=1.0)
+    _pump.stop()
     _reaper.drain()
 
 
@@ -808,6 +900,7 @@ def _after_fork_in_child() -> None:
     _exec_mu = threading.Lock()
     _executor_obj = None  # its threads stayed in the parent
     _reaper.after_fork()
+    _pump.after_fork()
 
 
 if hasattr(os, "register_at_fork"):
