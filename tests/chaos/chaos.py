@@ -146,7 +146,10 @@ class Run:
                "--ttl", str(self.a.ttl), "--wait", str(self.a.wait),
                "--connect-timeout", str(self.a.connect_timeout), "--read-timeout", str(self.a.read_timeout),
                "--dlock", self.a.dlock]
-        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
+        # Its messages (the dlock logger's lost leases, tracebacks) go with
+        # the history, kept when the run fails.
+        with open(os.path.join(self.dir, f"{wid}.err"), "wb") as err:
+            p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=subprocess.STDOUT)
         self.workers[p.pid] = {"id": wid, "role": role, "proc": p}
 
     def reap(self) -> None:
