@@ -29,8 +29,9 @@ struct RunArgs {
 // Lease mode: how long before the lease can expire dlock wants the job's
 // whole tree dead (SIGKILL sent): a tenth of the ttl, 200 ms .. 2 s.
 int64_t SafetyMarginMs(int64_t ttl_ms);
-// The default --grace: 10 s, or less with a short ttl so that SIGTERM,
-// grace and margin fit in half the ttl (the other half is for renewals).
+// The default --grace: 10 s, or less with a short ttl so that grace and
+// margin take at most a third of the ttl (a renewal is due every ttl/3 and
+// has another third to come back before a stop would begin).
 int64_t DefaultGraceMs(bool lease, int64_t ttl_ms);
 // The longest --grace a ttl allows (lease mode).
 int64_t MaxGraceMs(int64_t ttl_ms);

@@ -83,8 +83,8 @@ CLI::App* AddRun(CLI::App& app, Options* o) {
       ->type_name("DURATION")
       ->capture_default_str();
   run->add_option("--grace", o->grace,
-                  "time between SIGTERM and SIGKILL when CMD must stop (default 10s, less with "
-                  "a short --ttl: grace + margin fit in ttl/2)")
+                  "time between SIGTERM and SIGKILL when CMD must stop (default 10s, or "
+                  "ttl/3 - margin if less: 8s at --ttl 30s; at most ttl/2 - margin)")
       ->type_name("DURATION");
   run->add_option("--mode", o->mode, "lease: a renewed lease with a fencing token; row: SELECT ... "
                                      "FOR UPDATE in a transaction kept open while CMD runs")

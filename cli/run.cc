@@ -18,8 +18,9 @@
 //     and SIGKILL after --grace, but never later than D - margin;
 //   - the guard kills the tree at D - margin by itself if dlock does not
 //     move that deadline (renewals keep moving D).
-// --grace + margin fit in half the ttl, so a renewal that succeeds (every
-// ttl/3) never triggers a stop.
+// --grace + margin fit in half the ttl, so a renewal that succeeds (due every
+// ttl/3) never triggers a stop; by default they take a third of it, leaving
+// a renewal ttl/3 to come back.
 //
 // Threads and signals. Every signal dlock handles is blocked in all threads
 // before the first thread starts; the main thread reads them from a
@@ -63,7 +64,8 @@ int64_t SafetyMarginMs(int64_t ttl_ms) { return std::clamp<int64_t>(ttl_ms / 10,
 int64_t MaxGraceMs(int64_t ttl_ms) { return std::max<int64_t>(0, ttl_ms / 2 - SafetyMarginMs(ttl_ms)); }
 
 int64_t DefaultGraceMs(bool lease, int64_t ttl_ms) {
-  return lease ? std::min<int64_t>(10000, MaxGraceMs(ttl_ms)) : 10000;
+  if (!lease) return 10000;
+  return std::min<int64_t>(10000, std::max<int64_t>(0, ttl_ms / 3 - SafetyMarginMs(ttl_ms)));
 }
 
 namespace {
@@ -424,13 +426,14 @@ class Supervisor {
   }
 
   // Stops the job's tree: SIGTERM now, SIGKILL at kill_at_ (after --grace,
-  // and before the lease can expire). A later, graver reason replaces the
-  // reason of a stop under way (the first message stays).
+  // and before the lease can expire). A graver reason replaces kLeftovers
+  // (and is said); a stop under way is not begun again.
   void BeginStop(Stop why, const std::string& text) {
-    if (stopping_ && !(out_.reason == Stop::kLeftovers && why != Stop::kLeftovers)) return;
-    out_.reason = why;
+    const bool graver = out_.reason == Stop::kNone ||
+                        (out_.reason == Stop::kLeftovers && why != Stop::kLeftovers);
+    if (graver) out_.reason = why;
     if (stopping_) {
-      Say(text);
+      if (graver) Say(text);
       return;
     }
     stopping_ = true;
@@ -484,6 +487,7 @@ class Supervisor {
         empty_ = true;
       } else if (n.kind == Guard::News::kDeadline) {
         if (out_.reason == Stop::kNone || out_.reason == Stop::kLeftovers) out_.reason = Stop::kDeadline;
+        stopping_ = killed_ = true;  // the guard did it all
         Say("'" + a_.key + "' could expire before dlock renewed it or stopped the command (was dlock "
             "stopped?): the command's guard killed it");
       }
