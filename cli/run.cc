@@ -388,7 +388,6 @@ class Supervisor {
       PassSignals();
       if (!TakeNews()) break;
     }
-    if (!out_.guard_died) Look(watcher);  // what happened while the tree ended
     watcher.Stop();
     return out_;
   }
