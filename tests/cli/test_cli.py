@@ -709,6 +709,29 @@ class CliTest(unittest.TestCase):
             for line in cron:
                 self.assertRegex(line, r"\s/\S*/dlock run ", path)
 
+    def test_a_row_lock_lost_with_its_connection_stops_the_job_at_once(self):
+        admin, _, _ = admin_command()
+        p, info = self.hold("--mode", "row")
+        # The holder's transaction is the one with rows locked in the row table.
+        try:
+            r = subprocess.run(admin + ["-N", "-e", "SELECT trx_mysql_thread_id FROM "
+                                        "information_schema.INNODB_TRX WHERE trx_rows_locked > 0"],
+                               capture_output=True, text=True, timeout=30)
+        except FileNotFoundError:
+            self.skipTest("no mariadb client")
+        ids = r.stdout.split()
+        if r.returncode != 0 or len(ids) != 1:
+            self.skipTest("cannot tell the holder's connection: " + r.stdout + r.stderr)
+        subprocess.run(admin + ["-e", f"KILL {ids[0]}"], capture_output=True, timeout=30)
+        killed_at = time.monotonic()
+        rc = p.wait(timeout=15)
+        err = p.stderr.read()
+        self.assertEqual(rc, 79, err)
+        self.assertIn("connection", err)
+        self.assertFalse(alive(info["pid"]))
+        self.assertLess(time.monotonic() - killed_at, 3, err)  # WaitLost sees it, no renew poll
+        print(f"\n  {err.strip()} ({(time.monotonic() - killed_at) * 1000:.0f} ms after KILL)", file=sys.stderr)
+
     # -- list / release / init / cleanup / doctor ------------------------------
 
     def test_list_json_shows_the_holder(self):
