@@ -542,7 +542,9 @@ class CliTest(unittest.TestCase):
             f"http://app:{secret}@127.0.0.1/test",
             f" mysql://app:{secret}@127.0.0.1:{port}/test",
         ]
-        pieces = ["S3cr3tPW", "3tPW"]
+        # Any 4 bytes of the password in a row, so that a password cut in two
+        # by a typo ('/', '?', '#') is caught too.
+        pieces = [secret[i:i + 4] for i in range(len(secret) - 3)]
         commands = [["run", "k", "--", "true"], ["list"], ["doctor"], ["release", "--force", "k"],
                     ["cleanup"], ["init"], ["init", "--print-sql"]]
         no_url = {k: v for k, v in os.environ.items() if k != "DLOCK_URL"}
