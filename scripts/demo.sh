@@ -190,7 +190,7 @@ for h in "${hosts[@]}"; do
 done
 all=$(cat "$STATE"/runs-* | sort -n | tr '\n' ' ')
 echo "  every token, in order: $all— one holder at a time, and the token only grows."
-echo "  the report was last written with token $(cat "$STATE/report"); it refused token(s): $(tr '\n' ' ' <"$STATE/refused" 2>/dev/null)"
+echo "  the report was last written with token $(cat "$STATE/report"); it refused token(s): $(paste -sd' ' "$STATE/refused" 2>/dev/null)"
 busy_total=$(cat "$STATE"/busy-* 2>/dev/null | wc -l)
 echo "  $busy_total rounds were skipped with exit 75 (the lock was busy): the job never ran twice at once."
 # Check what the timeline claims: no two runs overlapped in time (the
