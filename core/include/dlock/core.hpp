@@ -186,8 +186,6 @@ class Lock {
 
  private:
   explicit Lock(std::shared_ptr<LockImpl> impl);
-  Status Took(Status s);
-  Status Gave(Status s);
   std::shared_ptr<LockImpl> impl_;  // shared by the objects of one key (holder=thread)
   std::unique_ptr<LockCaller> me_;  // this object's calls, cancel and holds
 };
