@@ -128,12 +128,13 @@ static uint64_t counter(dlock_client *c, const char *name) {
   return v;
 }
 
-/* ---- 1. try racing release on a shared lock whose lease ran out --------- */
+/* ---- 1. try racing release on one lock object (holder=lock) ------------- */
 
 struct race {
   dlock_lock *l;
   pthread_barrier_t *go;
   int rc;
+  char msg[512];
 };
 
 static void *race_try(void *p) {
@@ -141,6 +142,7 @@ static void *race_try(void *p) {
   dlock_error err;
   pthread_barrier_wait(r->go);
   r->rc = dlock_try(r->l, 100, &err);
+  memcpy(r->msg, err.message, sizeof r->msg);
   return NULL;
 }
 
@@ -149,12 +151,28 @@ static void *race_release(void *p) {
   dlock_error err;
   pthread_barrier_wait(r->go);
   r->rc = dlock_release(r->l, &err);
+  memcpy(r->msg, err.message, sizeof r->msg);
   return NULL;
 }
 
+/* One thread calls dlock_try(l, 100) while another calls dlock_release(l),
+ * every round, on a holder=lock object (so the try re-enters when it comes
+ * first). Checked exactly in every round, whichever call the scheduler lets
+ * in first or in between:
+ *   row (held once):   the release returns OK; the try OK or BUSY; the lock
+ *                      is held at the end (count 1, and another client cannot
+ *                      take it) exactly when the try returned OK. A try that
+ *                      came while the release was in flight waits for it and
+ *                      takes the lock afresh; it never re-enters a hold that
+ *                      is being released (that left try OK and the lock free).
+ *   lease (lost by our clock, not released): the release returns OK, LOST or
+ *                      STATE; the try OK or BUSY; try OK means a new hold
+ *                      (a greater token, not IDLE; HELD or, once its 40 ms
+ *                      ran out too, LOST), otherwise not HELD. */
 static void test_try_release_race(dlock_client *c, const char *mode) {
   char k[128];
   char suffix[32];
+  const int lease = strcmp(mode, "lease") == 0;
   snprintf(suffix, sizeof suffix, "race-%s", mode);
   const char *opts[] = {"holder", "lock", "ttl_ms", "40", "mode", mode, NULL};
   dlock_lock *l = lock_with(c, key(k, sizeof k, suffix), opts);
@@ -162,7 +180,7 @@ static void test_try_release_race(dlock_client *c, const char *mode) {
   dlock_lock *o = lock_with(other, k, (const char *const[]){"mode", mode, NULL});
   if (l == NULL || o == NULL) return;
   const int rounds = 150;
-  int bad = 0, held_ok = 0;
+  int bad = 0, tried_ok = 0, busy = 0;
   for (int i = 0; i < rounds; ++i) {
     dlock_error err;
     if (dlock_try(l, 2000, &err) != DLOCK_OK) {
@@ -170,49 +188,78 @@ static void test_try_release_race(dlock_client *c, const char *mode) {
       fprintf(stderr, "round %d: try: %s\n", i, err.message);
       continue;
     }
-    if (strcmp(mode, "lease") == 0) {
+    const uint64_t token0 = dlock_token(l);
+    if (lease) {
       /* Let the lease run out by our clock: state LOST, not yet released. */
       int64_t until = now_ms() + 2000;
       while (dlock_state(l) != DLOCK_STATE_LOST && now_ms() < until) sleep_ms(2);
     }
     pthread_barrier_t go;
     pthread_barrier_init(&go, NULL, 2);
-    struct race a = {l, &go, 0}, b = {l, &go, 0};
+    struct race a = {l, &go, 99, ""}, b = {l, &go, 99, ""};
     pthread_t ta, tb;
     pthread_create(&ta, NULL, race_try, &a);
     pthread_create(&tb, NULL, race_release, &b);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
     pthread_barrier_destroy(&go);
-    /* try: OK (taken again) or, in row mode, it was reentrant (OK too).
-     * release: OK, LOST (the lease ran out), STATE (another thread is
-     * acquiring it / not held). Never anything else. */
+    const int state = dlock_state(l), count = dlock_hold_count(l);
     if (!(a.rc == DLOCK_OK || a.rc == DLOCK_BUSY)) {
       ++bad;
-      fprintf(stderr, "round %d: try returned %s\n", i, dlock_code_name(a.rc));
+      fprintf(stderr, "round %d: try returned %s: %s\n", i, dlock_code_name(a.rc), a.msg);
     }
-    if (!(b.rc == DLOCK_OK || b.rc == DLOCK_E_LOST || b.rc == DLOCK_E_STATE)) {
+    if (lease ? !(b.rc == DLOCK_OK || b.rc == DLOCK_E_LOST || b.rc == DLOCK_E_STATE)
+              : b.rc != DLOCK_OK) {
       ++bad;
-      fprintf(stderr, "round %d: release returned %s\n", i, dlock_code_name(b.rc));
+      fprintf(stderr, "round %d: release returned %s: %s\n", i, dlock_code_name(b.rc), b.msg);
     }
-    if (dlock_held(l)) {
-      ++held_ok;
+    if (a.rc == DLOCK_OK) {
+      ++tried_ok;
+      /* lease: IDLE only when the release came after the try and gave back
+       * its new hold (the release then returned OK). */
+      int ok = lease ? dlock_token(l) > token0 &&
+                           (state == DLOCK_STATE_LOST || (state == DLOCK_STATE_HELD && count == 1) ||
+                            (state == DLOCK_STATE_IDLE && b.rc == DLOCK_OK))
+                     : state == DLOCK_STATE_HELD && count == 1;
+      if (!ok) {
+        ++bad;
+        fprintf(stderr, "round %d: try returned OK, then state %d, count %d, token %llu (was %llu)\n",
+                i, state, count, (unsigned long long)dlock_token(l), (unsigned long long)token0);
+      }
+    } else {
+      busy += a.rc == DLOCK_BUSY;
+      if (state == DLOCK_STATE_HELD) {
+        ++bad;
+        fprintf(stderr, "round %d: try returned %s, yet the lock is held\n", i,
+                dlock_code_name(a.rc));
+      }
+    }
+    if (state == DLOCK_STATE_HELD) {
       /* Held means held: nobody else gets it while l still says so (the
        * lease may run out meanwhile, so ask l again after o's try). */
-      if (i % 10 == 0 && dlock_try(o, 0, &err) == DLOCK_OK) {
+      if ((!lease || i % 10 == 0) && dlock_try(o, 0, &err) == DLOCK_OK) {
         if (dlock_held(l)) {
           ++bad;
           fprintf(stderr, "round %d: l says held, but another client took the key\n", i);
         }
         dlock_release(o, NULL);
       }
-      while (dlock_held(l) && dlock_release(l, NULL) == DLOCK_OK) {
+    } else if (state == DLOCK_STATE_IDLE) {
+      /* Not held means free: another client takes it at once. */
+      if (dlock_try(o, 0, &err) != DLOCK_OK) {
+        ++bad;
+        fprintf(stderr, "round %d: l is idle, but another client got %s: %s\n", i,
+                dlock_code_name(err.code), err.message);
+      } else {
+        dlock_release(o, NULL);
       }
+    }
+    while (dlock_held(l) && dlock_release(l, NULL) == DLOCK_OK) {
     }
     if (dlock_state(l) == DLOCK_STATE_LOST) dlock_release(l, NULL);
   }
+  printf("race %s: %d rounds, try OK %d, BUSY %d\n", mode, rounds, tried_ok, busy);
   CHECK(bad == 0, "%s: %d bad rounds of %d", mode, bad, rounds);
-  CHECK(held_ok > 0, "%s: the racing try never won", mode);
   /* Afterwards the key is free for others. */
   dlock_error err;
   CHECK(dlock_try(o, 3000, &err) == DLOCK_OK, "%s: key not free afterwards: %s", mode,
