@@ -519,6 +519,9 @@ Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken c
                        bool* reentered) {
   Counters& k = c_->counters();
   MutexLock g(st_mu_);
+  // A new attempt: the caller's older lost hold was reported (it sees its
+  // own hold, or nothing, from now on).
+  lost_.erase(HolderId::Current());
   for (;;) {
     if (cancel.cancelled()) return CancelledStatus(Name());
     // A hold whose release is in flight is neither re-entered (the release
@@ -585,8 +588,6 @@ void LockImpl::Settle(LockCaller& me, const Status& s, const Grant& grant) {
     // holder's failed attempt leaves the holder's hold LOST.)
     state_ = LockState::kIdle;
   }
-  // A new attempt: the caller's older lost hold is reported.
-  lost_.erase(who);
   cv_.notify_all();
 }
 
