@@ -14,6 +14,7 @@
  * Prints "N passed, N failed". CONC_TEST_ONLY=name,name runs only those.
  */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* syscall(SYS_gettid) */
 
 #include "dlock/dlock.h"
 
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -276,6 +278,7 @@ struct inside {
   dlock_lock *l;
   int which; /* 0 try, 1 wait_lost */
   volatile int started;
+  volatile long tid;
   int rc;
   int64_t returned_at;
 };
@@ -283,10 +286,25 @@ struct inside {
 static void *inside_call(void *p) {
   struct inside *in = p;
   dlock_error err;
+  __atomic_store_n(&in->tid, (long)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
   __atomic_store_n(&in->started, 1, __ATOMIC_SEQ_CST);
   in->rc = in->which == 0 ? dlock_try(in->l, 20000, &err) : dlock_wait_lost(in->l, 20000, &err);
   in->returned_at = now_ms();
   return NULL;
+}
+
+/* The scheduler state of thread tid of this process ('S' while it sleeps),
+ * or 0 when it cannot be read. */
+static char thread_state(long tid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/self/task/%ld/stat", tid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *paren = strrchr(buf, ')');
+  return paren != NULL && paren[1] == ' ' ? paren[2] : 0;
 }
 
 static void test_close_in_use(dlock_client *c, const char *mode) {
@@ -309,13 +327,27 @@ static void test_close_in_use(dlock_client *c, const char *mode) {
        * notices at its next read). */
       CHECK(dlock_try(l, 2000, &err) == DLOCK_OK, "try: %s", err.message);
     }
-    struct inside in = {l, which, 0, 99, 0};
+    struct inside in = {l, which, 0, 0, 99, 0};
+    uint64_t sent0 = counter(c, "statements");
     pthread_t t;
     pthread_create(&t, NULL, inside_call, &in);
-    while (!__atomic_load_n(&in.started, __ATOMIC_SEQ_CST)) sleep_ms(1);
+    /* dlock_close may only come once the call is inside the library (no call
+     * may start after it). A try is inside once it sent its first statement
+     * (nothing else on this client sends one meanwhile); a wait_lost sends
+     * none: it is inside once its thread, past "started", sleeps (its only
+     * sleep is the library's wait). */
+    int64_t until = now_ms() + 10000;
+    int inside = 0;
+    while (!inside && now_ms() < until) {
+      if (__atomic_load_n(&in.started, __ATOMIC_SEQ_CST))
+        inside = which == 0 ? counter(c, "statements") != sent0
+                            : thread_state(__atomic_load_n(&in.tid, __ATOMIC_SEQ_CST)) == 'S';
+      if (!inside) sleep_ms(1);
+    }
+    CHECK(inside, "%s variant %d: the call was not inside the library after 10 s", mode, variant);
     /* Not synchronisation: close must be right at any point of the call;
      * the variants spread it from the call's start to well inside it. */
-    sleep_ms(20 + 40 * (variant / 2));
+    sleep_ms(40 * (variant / 2));
     int64_t t0 = now_ms();
     if (cancel_first) dlock_cancel(l);
     dlock_close(l); /* must cancel and wait, not free under the other thread */
@@ -373,11 +405,14 @@ static void test_owner_copy(dlock_client *c, const char *mode) {
   pthread_t t;
   pthread_create(&t, NULL, owner_cycler, &o);
   int reads = 0;
-  int64_t until = now_ms() + 1500;
-  while (now_ms() < until && reads < 2048) {
+  /* Until 2048 reads and more than 10 acquisitions: however slow the
+   * machine, the reads overlap acquisitions (a minute is the bound). */
+  int64_t until = now_ms() + 60000;
+  while (now_ms() < until &&
+         (reads < 2048 || __atomic_load_n(&o.n, __ATOMIC_SEQ_CST) <= 10)) {
     char buf[256];
     size_t n = dlock_owner_copy(l, buf, sizeof buf);
-    if (n > 0) {
+    if (n > 0 && reads < 2048) {
       CHECK(n == strlen(buf), "length %zu vs copied %zu", n, strlen(buf));
       memcpy(read_back[reads++], buf, sizeof buf);
     }
