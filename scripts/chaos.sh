@@ -6,6 +6,8 @@
 # operation is then checked with a linearizability checker (Porcupine).
 #
 #   scripts/chaos.sh [--minutes M | --seconds S] [--seed N] [--build DIR] [--keep]
+#                    [--faults KIND,...]   (only these: holder-kill, holder-stop, kill-conn,
+#                                          restart, freeze, dlock-kill)
 #
 # Default: 10 minutes (the long form); the test command runs 30 seconds.
 # The seed is printed; the same seed gives the same fault schedule.
@@ -16,7 +18,7 @@
 # A rejected history is kept in DIR/chaos and its path printed (--keep: any).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-seconds=600 seed="" build=build keep=""
+seconds=600 seed="" build=build keep="" faults=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --minutes) seconds=$(awk -v m="$2" 'BEGIN { print m * 60 }'); shift 2 ;;
@@ -24,7 +26,8 @@ while [ $# -gt 0 ]; do
     --seed) seed=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --keep) keep=--keep; shift ;;
-    *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    --faults) faults=$2; shift 2 ;;
+    *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 cd "$root"
@@ -66,5 +69,5 @@ cleanup() {
 trap cleanup EXIT
 "$root/scripts/db.sh" start "$db" >/dev/null
 
-"$py" tests/chaos/chaos.py --seconds "$seconds" ${seed:+--seed "$seed"} $keep --dbdir "$db" --out "$out" \
+"$py" tests/chaos/chaos.py --seconds "$seconds" ${seed:+--seed "$seed"} ${faults:+--faults "$faults"} $keep --dbdir "$db" --out "$out" \
   --dlock "$build/cli/dlock" --checker "$out/chaoscheck"

@@ -9,6 +9,8 @@ schedule, though not the same interleaving):
   holder-kill   SIGKILL of the holder (a Python worker, or the command a
                 `dlock run` holder runs)
   holder-stop   SIGSTOP of the holder for longer than its lease, then SIGCONT
+                (a `dlock run` holder: dlock alone, or the whole job: dlock,
+                its guard and the command)
   kill-conn     KILL CONNECTION of lock connections, from an admin session
   restart       the server restarted (scripts/db.sh restart)
   freeze        the server stopped (SIGSTOP) for longer than the read
@@ -21,7 +23,8 @@ holders' own view of their leases, the fenced writes: see
 checker/model.go); the register's value is the number of accepted fenced
 writes, each of which read the previous one's result; after a holder died or
 stopped the key was taken again within ttl + 2 s; every call returned within
-its documented bound.
+its documented bound; no `dlock run` command was still running when the next
+holder had the key (unless its whole job had been stopped).
 """
 import argparse
 import json
@@ -185,7 +188,7 @@ class Run:
 
     def holder(self, roles, timeout: float):
         """Waits for a live holder of one of roles that is ours: returns
-        (role, pid, command pid or None, token), or None."""
+        (role, pid, (guard pid, command pid) or None, token), or None."""
         until = now() + int(timeout * 1e9)
         while now() < until:
             self.reap()
@@ -197,9 +200,11 @@ class Run:
                     return "lib", pid, None, token
                 st = proc_stat(pid)
                 if st and st[0] in self.workers and self.workers[st[0]]["role"] == "cli" and "cli" in roles:
-                    kids = children(pid)
-                    if kids:  # the command has started
-                        return "cli", pid, kids[0], token
+                    # dlock -> its guard (dlock-guard) -> the command
+                    for guard in children(pid):
+                        jobs = children(guard)
+                        if jobs:  # the command has started
+                            return "cli", pid, (guard, jobs[0]), token
             time.sleep(0.02)
         return None
 
@@ -239,22 +244,29 @@ class Run:
             h = self.holder(roles, 2 * a.ttl)
             if h is None:
                 return False
-            role, pid, cmd_pid, token = h
+            role, pid, job, token = h
             rec.update(role=role, token=token)
             if kind == "holder-kill":
-                target = pid if role == "lib" else cmd_pid
+                target = pid if role == "lib" else job[1]
                 self.kill(target, signal.SIGKILL)
                 rec.update(t=now(), pids=[target])
             elif kind == "dlock-kill":
                 self.kill(pid, signal.SIGKILL)
                 rec.update(t=now(), pids=[pid])
             else:
-                pids = [pid] if role == "lib" else [pid, cmd_pid]
+                # A `dlock run` holder: dlock alone (its guard must kill the
+                # command before the lease can expire), or the whole job, as
+                # a paused host (on SIGCONT the guard kills the command, which
+                # may write first: the fence's case).
+                pids = [pid]
+                if role == "cli" and self.pick.random() < 0.5:
+                    pids += list(job)
+                rec["whole_job"] = len(pids) > 1
                 for p in pids:
                     self.kill(p, signal.SIGSTOP)
                     self.stopped.add(p)
                 t = now()
-                pause = a.ttl + self.sched.uniform(0.3, 1.0)
+                pause = a.ttl + self.sched.uniform(0.5, 1.5)
                 gap = self.next_grant(token, t, pause)
                 self.sleep(max(0.0, pause - secs(now() - t)))
                 for p in pids:
@@ -313,7 +325,8 @@ class Run:
         # Every kind once, in a seeded order, then seeded picks; a kind that
         # found no target in time (no `dlock run` holder) is tried again
         # after the others.
-        plan = KINDS[:]
+        kinds = self.a.faults.split(",") if self.a.faults else KINDS
+        plan = kinds[:]
         self.sched.shuffle(plan)
         # Faults begin once the workers are up (the first grant).
         if self.next_grant(0, now(), 30) is None:
@@ -325,7 +338,7 @@ class Run:
             self.sleep(self.sched.uniform(0.3, 1.5))
             if now() >= last:
                 break
-            kind = plan.pop(0) if plan else self.sched.choice(KINDS)
+            kind = plan.pop(0) if plan else self.sched.choice(kinds)
             self.note(f"{kind}: starts")
             if self.fault(kind):
                 self.note(f"{kind}: {json.dumps(self.faults[-1])}")
@@ -447,6 +460,31 @@ def build_ops(recs, writes_log):
     return ops
 
 
+def job_beside_next(ops, faults):
+    """`dlock run` promises that its command is dead before its lease can
+    expire (it, or its guard when dlock itself is stopped, kills it), so no
+    line of a command may come after the next grant completed. Not promised
+    when the whole job was stopped (guard and command too): that is a paused
+    host, which the fence is for."""
+    paused = {f["token"] for f in faults if f.get("whole_job")}
+    grants = sorted((op["token"], op["ret"]) for op in ops if op["kind"] == "acquire" and op["out"] == "ok")
+    last = {}
+    for op in ops:
+        if not op["worker"].startswith("cli") or op.get("untimed"):
+            continue
+        t = {"acquire": op["ret"], "rmw": op["ret"] or op["call"], "release": op["call"]}.get(op["kind"])
+        if t is not None and (op["kind"] != "acquire" or op["out"] == "ok"):
+            key = (op["worker"], op["token"])
+            last[key] = max(last.get(key, 0), t)
+    bad = []
+    for (w, token), t in last.items():
+        later = [g for tok, g in grants if tok > token]
+        if token not in paused and later and t > min(later):
+            bad.append(f"{w}: the command of token {token} still ran {secs(t - min(later)):.3f} s after "
+                       f"the next grant")
+    return bad
+
+
 def check_bounds(a, ops, faults, pid_of):
     """Every call returns within its documented bound (dlock.h), less the
     time its process was stopped by us, plus SLACK_S."""
@@ -489,12 +527,16 @@ def main() -> int:
     ap.add_argument("--python-workers", type=int, default=4)
     ap.add_argument("--cli-workers", type=int, default=2)
     ap.add_argument("--keep", action="store_true", help="keep the history even when it passes")
+    ap.add_argument("--faults", help=f"only these kinds, comma-separated (of {','.join(KINDS)})")
     ap.add_argument("--key", default="chaos")
     ap.add_argument("--ttl", type=float, default=2.0)
     ap.add_argument("--wait", type=float, default=5.0)
     ap.add_argument("--connect-timeout", type=int, default=1)
     ap.add_argument("--read-timeout", type=int, default=2)
     a = ap.parse_args()
+    bad = [k for k in (a.faults or "").split(",") if k and k not in KINDS]
+    if bad:
+        ap.error(f"unknown fault kind {', '.join(bad)} (kinds: {', '.join(KINDS)})")
     seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "big")
     print(f"chaos: seed {seed}, {a.seconds:g} s, {a.python_workers} Python workers and {a.cli_workers} "
           f"`dlock run` loops on one key, ttl {a.ttl:g} s, connect/read timeout {a.connect_timeout}/"
@@ -559,19 +601,32 @@ def main() -> int:
     logged = {(w, t) for (w, _), (t, _, _) in writes_log.items()}
     if seen != logged:
         run.failures.append(f"accepted writes and the writes log differ: {sorted(seen ^ logged)[:5]}")
+    beside = job_beside_next(ops, run.faults)
+    run.failures += beside
     if lease and lease[2]:
         run.failures.append("the key is still held after every worker stopped")
 
     # ---- figures ----------------------------------------------------------
     grants = sorted(op["ret"] for op in ops if op["kind"] == "acquire" and op["out"] == "ok")
     longest = max((secs(b - a_) for a_, b in zip(grants, grants[1:])), default=0.0)
-    caught = sum(1 for op in ops if op["kind"] == "rmw" and op["out"] == "rejected")
+    # An overlap: a write begun after a newer token was granted (its holder's
+    # lease had run out). The fence rejects it when the newer holder wrote
+    # first; otherwise it lands first, in token order, and the newer
+    # holder's locked read sees it: harmless either way.
+    tokens = sorted((op["token"], op["ret"]) for op in ops if op["kind"] == "acquire" and op["out"] == "ok")
+    overlaps = caught = 0
+    for op in ops:
+        if op["kind"] == "rmw" and op["out"] in ("accepted", "rejected"):
+            later = [g for tok, g in tokens if tok > op["token"]]
+            if (later and op["call"] > min(later)) or op["out"] == "rejected":
+                overlaps += 1
+                caught += op["out"] == "rejected"
     lost = sum(1 for op in ops if op["kind"] == "release" and op["out"] == "lost")
     by_kind = {k: 0 for k in KINDS}
     for f in run.faults:
         by_kind[f["kind"]] += 1
     stuck = [f["gap_s"] for f in run.faults if f.get("gap_s") is not None]
-    missing = [k for k, n in by_kind.items() if n == 0]
+    missing = [k for k, n in by_kind.items() if n == 0 and (not a.faults or k in a.faults.split(","))]
     if missing:
         run.failures.append(f"no fault of kind {', '.join(missing)} could be injected")
     if not grants:
@@ -589,8 +644,9 @@ def main() -> int:
     if chk.returncode != 0:
         run.failures.append("the checker rejected the history")
 
-    print(f"chaos: {len(grants)} acquisitions, {len(writes_log)} fenced writes, {caught} overlaps caught by "
-          f"the fence ({lost} releases found the lease lost), {corrupt} corrupting; faults: "
+    print(f"chaos: {len(grants)} acquisitions, {len(writes_log)} fenced writes, {overlaps} overlaps (a write "
+          f"after the next grant): {caught} caught by the fence, {overlaps - caught} in token order before the "
+          f"next holder's write, {corrupt} corrupting; {lost} releases found the lease lost; faults: "
           + ", ".join(f"{by_kind[k]} {k}" for k in KINDS)
           + f"; longest gap between grants {longest:.2f} s; key free again after a holder died or stopped: "
           f"at most {max(stuck, default=0):.2f} s (ttl + 2 s = {a.ttl + 2:g} s); slowest call: "
