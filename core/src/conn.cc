@@ -3,6 +3,7 @@
 #include <errmsg.h>
 #include <mysqld_error.h>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -133,6 +134,17 @@ Status Conn::Connect(const ClientOptions& o, std::unique_ptr<Conn>* out) {
   }
   std::unique_ptr<Conn> c(new Conn(m));
   c->fd_ = static_cast<int>(mysql_get_socket(m));
+  // Close-on-exec: a process the caller starts (a job under `dlock run`, any
+  // fork+exec of the host program) must not inherit a lock's session, which
+  // would keep a row lock alive after its holder died. Connector/C opens the
+  // socket without the flag and has no option for it, so it is set here,
+  // before the connection is handed out; a fork+exec in another thread
+  // during the handshake itself could still inherit this one socket.
+  if (c->fd_ >= 0) {
+    int flags = fcntl(c->fd_, F_GETFD);
+    if (flags < 0 || fcntl(c->fd_, F_SETFD, flags | FD_CLOEXEC) != 0)
+      return Status::Internal("cannot set close-on-exec on the connection's socket");
+  }
   c->where_ = o.Where();
   Status s = c->ReadServerInfo();
   if (!s.ok()) return s;
