@@ -77,6 +77,14 @@ struct SchemaTable {
 std::vector<SchemaTable> SchemaTables(const ClientOptions& opts);
 // Seeds the fencing-floor row (idempotent).
 std::string SchemaSeedSql(const ClientOptions& opts);
+// A lease table made again after a drop continues above the next multiple
+// of kFenceEpoch: the floor jumps there (2^40: a key would need 10^12
+// acquisitions within one epoch to reach the next; after 8192 re-creations
+// tokens are still below 2^53, exact as a double).
+constexpr uint64_t kFenceEpoch = uint64_t{1} << 40;
+// Moves the floor to the next epoch; run before the lease table is created
+// again (schema.cc).
+std::string FenceEpochSql(const ClientOptions& opts);
 
 class ClientImpl {
  public:
