@@ -228,15 +228,14 @@ Status LeaseScheme::GetWakeName(Conn& conn, Clock::time_point until, CancelToken
     if (!host_->EnterServerWait(conn, cancel)) return Cancelled();
     Status s = conn.Exec(c_->lease_sql().get_name, {Param::Bytes(wake_name_), Param::Int(slice)}, &r);
     host_->LeaveServerWait();
+    // Noted before the cancel is: a name we got is given back (DropWakeName).
+    *got = s.ok() && !r.rows.empty() && r.rows[0][0] && *r.rows[0][0] == "1";
     if (cancel.cancelled()) return Cancelled();
     if (!s.ok()) {
       if (s.server_errno() == ER_QUERY_INTERRUPTED) continue;  // a stale cancel
       return s;
     }
-    if (!r.rows.empty() && r.rows[0][0] && *r.rows[0][0] == "1") {
-      *got = true;
-      return Status::OK();
-    }
+    if (*got) return Status::OK();
     if (slice >= left_us) return Status::OK();  // timed out (0) or refused (NULL)
   }
 }
@@ -244,7 +243,8 @@ Status LeaseScheme::GetWakeName(Conn& conn, Clock::time_point until, CancelToken
 void LeaseScheme::DropWakeName() {
   if (has_wake_name_ && own_conn_ && !own_conn_->broken()) {
     ExecResult r;
-    (void)own_conn_->Exec(c_->lease_sql().release_name, {Param::Bytes(wake_name_)}, &r);
+    Status s = own_conn_->Exec(c_->lease_sql().release_name, {Param::Bytes(wake_name_)}, &r);
+    if (!s.ok()) own_conn_->MarkTainted();  // the pool's reset frees the name
   }
   has_wake_name_ = false;
   if (!txn_open_) own_conn_.Reset();

@@ -76,8 +76,20 @@ Status Pool::Get(Clock::time_point deadline, PooledConn* out, const std::functio
 }
 
 void Pool::Put(std::unique_ptr<Conn> c) {
+  // A connection leaves a lock as it came: a session a caller's statements
+  // ran on (or one still in a transaction) is reset before anyone borrows
+  // it again, outside the mutex (three round trips); one whose reset fails
+  // is closed (ResetSession marks it broken).
+  bool refused = false;  // the server refused the reset: says nothing about the others
+  if (!c->broken() && c->NeedsReset()) {
+    Status s = c->ResetSession();
+    refused = !s.ok() && !IsConnectionError(static_cast<unsigned>(s.server_errno()));
+  }
   MutexLock g(mu_);
-  if (c->broken()) {
+  if (refused) {
+    --open_;
+    c.reset();
+  } else if (c->broken()) {
     --open_;
     c.reset();
     open_ -= static_cast<int>(idle_.size());

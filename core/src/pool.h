@@ -57,7 +57,8 @@ class Pool {
              const std::function<bool()>& stop = nullptr) EXCLUDES(mu_);
   // A broken connection is closed, and so is every idle one: they lead to
   // the same server, which has just failed one of them (restarted, frozen,
-  // unreachable), and trying each in turn would cost a timeout apiece.
+  // unreachable), and trying each in turn would cost a timeout apiece. A
+  // session that needs it is reset first (Conn::NeedsReset).
   void Put(std::unique_ptr<Conn> c) EXCLUDES(mu_);
   int open_count() const EXCLUDES(mu_);
   // Connections outside the pool (the watchdog's) count here too.
