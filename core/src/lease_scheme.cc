@@ -139,10 +139,13 @@ Status LeaseScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Gran
     if (s.ok()) s = Attempt(deadline, cancel, out, &won);
     if (s.ok() && won) {
       // Keep the name (if we have it) for the whole hold: our release will
-      // wake the next waiter. And remember the key is contended, so this
-      // process's next attempt queues rather than racing the woken waiter.
+      // wake the next waiter. Its connection leaves the pool's budget, so a
+      // held lease costs the client no pool slot; when `pool` such
+      // connections are out already, the name goes back (our waiters then
+      // poll). And remember the key is contended, so this process's next
+      // attempt queues rather than racing the woken waiter.
       wq.NoteContended(db_key_);
-      if (!has_wake_name_) own_conn_.Reset();
+      if (!has_wake_name_ || !own_conn_.LeaveBudget()) DropWakeName();
       return s;
     }
     if (s.ok() && Clock::now() >= deadline) s = Busy();
