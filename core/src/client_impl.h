@@ -58,6 +58,16 @@ RowSql MakeRowSql(const ClientOptions& opts);
 extern const int64_t kRowSlicesMs[];
 extern const size_t kRowSliceCount;
 
+// Brackets every attempt of a statement that may block (on each connection
+// the retries use), so that a cancel can end it at once by shutting its
+// socket: a lock's LockHost::EnterServerWait / LeaveServerWait (scheme.h).
+// enter returns false when the call was cancelled already (the statement
+// is not sent).
+struct ServerWait {
+  std::function<bool(Conn&)> enter;
+  std::function<void()> leave;
+};
+
 struct LeaseAttempt {
   bool won = false;
   uint64_t fence = 0;           // when won
@@ -116,9 +126,11 @@ class ClientImpl {
   // (retry.h).
   // preferred: a connection the caller already holds (used first; the pool
   // serves the retries), or nullptr.
+  // wait (may be null): brackets each attempt's statement (ServerWait).
   Status LeaseAcquire(const std::string& key, const std::string& owner, int64_t ttl_ms,
                       Clock::time_point deadline, Conn* preferred, LeaseAttempt* out,
-                      const std::function<bool()>& stop = nullptr);
+                      const std::function<bool()>& stop = nullptr,
+                      const ServerWait* wait = nullptr);
   // *renewed: the row was ours and live by the DB clock, and is extended.
   Status LeaseRenew(const std::string& key, const std::string& owner, int64_t ttl_ms,
                     bool* renewed, Clock::time_point* sent_at);
@@ -209,6 +221,8 @@ class PoolConns : public ConnSource {
             std::function<bool()> stop = nullptr)
       : client_(client), deadline_(deadline), stop_(std::move(stop)) {}
   Status Fresh(SqlConn** out) override;
+  // The connection Fresh handed out last (nullptr before the first).
+  Conn* current() { return held_ ? &*held_ : nullptr; }
 
  private:
   ClientImpl* client_;

@@ -158,10 +158,18 @@ Status LeaseScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Gran
 
 Status LeaseScheme::Attempt(Clock::time_point deadline, CancelToken cancel, Grant* out, bool* won) {
   LeaseAttempt a;
+  // A cancel shuts the socket of the statement in flight, as for a row
+  // wait: immediate also when the server does not answer.
+  const ServerWait wait{[&](Conn& conn) { return host_->EnterServerWait(conn, cancel); },
+                        [&] { host_->LeaveServerWait(); }};
   Status s = c_->LeaseAcquire(db_key_, out->owner, opts_.ttl_ms, deadline,
                               own_conn_ ? &*own_conn_ : nullptr, &a,
-                              [&] { return cancel.cancelled(); });
-  if (s.code() == Code::kCancelled) return Cancelled();
+                              [&] { return cancel.cancelled(); }, &wait);
+  // Cancelled, also when that cut the statement off in flight (its outcome
+  // unknown): a server that did not answer cannot be asked to give back
+  // what it may have taken without holding the cancel up for its
+  // timeouts, so that lease, if taken, runs out by its ttl (dlock.h).
+  if (s.code() == Code::kCancelled || (!s.ok() && cancel.cancelled())) return Cancelled();
   if (!s.ok()) return s;
   *won = a.won;
   if (a.won) {
@@ -473,14 +481,18 @@ LeaseSql MakeLeaseSql(const ClientOptions& opts) {
 
 Status ClientImpl::LeaseAcquire(const std::string& key, const std::string& owner, int64_t ttl_ms,
                                 Clock::time_point deadline, Conn* preferred, LeaseAttempt* out,
-                                const std::function<bool()>& stop) {
+                                const std::function<bool()>& stop, const ServerWait* wait) {
   PoolConns fresh(this, deadline, stop);
   RetryPolicy p("acquire", RetryUntil(deadline), stop);
   return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool) {
     ExecResult r;
+    Conn* conn = &c == static_cast<SqlConn*>(preferred) ? preferred : fresh.current();
+    if (wait != nullptr && !wait->enter(*conn))
+      return Status(Code::kCancelled, "acquire: cancelled");
     auto sent = Clock::now();
     Status s = c.Exec(lease_sql_.acquire,
                       {Param::Bytes(key), Param::Bytes(owner), Param::Int(ttl_ms * 1000)}, &r);
+    if (wait != nullptr) wait->leave();
     if (!s.ok()) return s;
     // 1 = inserted, 2 = took over / repeated our own; 0 = held by another.
     out->won = r.affected > 0;
