@@ -100,6 +100,9 @@ class LeaseScheme final : public Scheme {
   Status GetWakeName(Conn& conn, Clock::time_point until, CancelToken cancel, bool* got);
   void DropWakeName();
   Status EndTxn(const char* how);
+  // The transaction on own_conn_ ended: the connection goes back to the
+  // pool unless it keeps the wake-up name for the rest of the hold.
+  void TxnOver();
   // The release statement(s): *business is what the caller's transaction
   // came to (A7); *freed: our live lease is free now; *ours: the row was
   // still ours (false: someone else's now; left alone).
@@ -264,8 +267,16 @@ void LeaseScheme::DropWakeName() {
 Status LeaseScheme::EndTxn(const char* how) {
   txn_open_ = false;
   Status s = own_conn_ ? own_conn_->Query(how) : Status(Code::kConnect, "no connection");
-  if (!has_wake_name_) own_conn_.Reset();
+  TxnOver();
   return s;
+}
+
+void LeaseScheme::TxnOver() {
+  // A session the caller's statements ran on is not kept even for the
+  // name: the hold's own statements (its release) must not run in what the
+  // caller left there (a SET timestamp would misjudge the lease's expiry).
+  // Its waiters then poll.
+  if (!has_wake_name_ || !own_conn_ || own_conn_->NeedsReset()) DropWakeName();
 }
 
 void LeaseScheme::Abandon(const std::string& owner) {
@@ -414,7 +425,7 @@ Status LeaseScheme::Exec(const std::string& sql, const std::vector<const std::st
   if (own_conn_->broken()) return s;  // release finds out, and rolls the transaction back
   if (open) return s;
   txn_open_ = false;
-  if (!has_wake_name_) own_conn_.Reset();
+  TxnOver();
   const std::string why = s.ok() ? "the statement ended the lock's transaction (an implicit commit)"
                                  : "the server rolled the lock's transaction back (" + s.message() + ")";
   return Status(s.ok() ? Code::kState : s.code(),

@@ -406,6 +406,12 @@ static void test_waited_holds(void) {
   /* The held connections do not reach a child process. */
   int socks = sockets_in_child();
   CHECK(socks == 0, "a child exec'd beside a row lock and two waited leases has %d sockets", socks);
+  /* A transaction on a waited hold's connection: once it is over, what the
+   * caller set there does not judge the hold's own release. */
+  CHECK(dlock_begin(a1, &err) == DLOCK_OK, "begin on a waited hold: %s", err.message);
+  rc = dlock_exec(a1, "SET timestamp = UNIX_TIMESTAMP() + 3600", NULL, 0, NULL, &err);
+  CHECK(rc == DLOCK_OK, "exec on a waited hold: %s", err.message);
+  CHECK(dlock_rollback(a1, &err) == DLOCK_OK, "rollback on a waited hold: %s", err.message);
   CHECK(dlock_release(a4, &err) == DLOCK_OK, "a4 release: %s", err.message);
   CHECK(dlock_release(a3, &err) == DLOCK_OK, "a3 release: %s", err.message);
   CHECK(dlock_release(a1, &err) == DLOCK_OK, "a1 release: %s", err.message);
