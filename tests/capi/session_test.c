@@ -390,16 +390,14 @@ static void test_waited_holds(void) {
         dlock_code_name(w2.rc));
   /* The holds keep their names (a release wakes the next waiter)... */
   CHECK(strcmp(admin_value(sql, v, sizeof v), "1") == 0, "the waited holds gave their names up");
-  /* ... and the client's other calls still get connections at once. */
-  int64_t t0 = now_ms();
+  /* ... and the client's other calls still get connections (no
+   * DLOCK_E_POOL: nothing would give a slot back while these wait). */
   int rc = dlock_try(a3, 0, &err);
   CHECK(rc == DLOCK_OK, "lease try beside two waited holds (pool=2): %s", err.message);
   rc = dlock_try(a4, 0, &err);
   CHECK(rc == DLOCK_OK, "row try beside two waited holds (pool=2): %s", err.message);
   rc = dlock_renew(a1, &err);
   CHECK(rc == DLOCK_OK, "renew beside two waited holds (pool=2): %s", err.message);
-  int64_t took = now_ms() - t0;
-  CHECK(took < 900, "the three calls took %lld ms (waited for a pool slot?)", (long long)took);
   uint64_t open = counter(a, "pool_open");
   CHECK(open >= 3 && open <= 4, "pool_open is %llu (2 in the budget, 2 outside)",
         (unsigned long long)open);
