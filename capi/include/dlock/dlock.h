@@ -191,7 +191,20 @@ typedef struct dlock_client dlock_client;
  * by a short server wait_timeout while its holder works. An idle pooled
  * connection the server closed anyway is noticed without a round trip and
  * replaced; after one connection fails, the other idle ones are dropped too
- * (same server) rather than each tried in turn.
+ * (same server) rather than each tried in turn. A session that dlock_exec
+ * ran statements on (a lease's transaction, a row lock) is reset before the
+ * pool lends it again (COM_RESET_CONNECTION and the session settings
+ * above), so nothing those statements set reaches another lock; a session
+ * that cannot be reset is closed. Every lock connection is close-on-exec:
+ * a process the caller fork+execs does not inherit it.
+ * Pool budget: pool bounds the connections calls borrow. A dlock_try waiting
+ * on the server holds one while it waits; a row lock holds one for its hold,
+ * a lease in a transaction (dlock_begin) one until it ends; a held lease
+ * holds none. A lease that had to wait keeps its wake-up name for its hold
+ * on a connection outside the budget (at most pool of those; beyond that
+ * the name is given back and its waiters poll), so a client opens at most
+ * 2*pool connections. DLOCK_E_POOL: every connection of the budget stayed
+ * lent for the whole wait (at least 1 s).
  * Time bounds (ct = connect_timeout, rt = read_timeout, in seconds): a
  * statement whose connection dropped is re-run on a fresh connection only
  * while the call is younger than max(its wait, ct); so dlock_renew and
@@ -261,7 +274,12 @@ DLOCK_EXPORT void dlock_close(dlock_lock *lock);
  * taken stays taken until its ttl runs out. A call that dlock_cancel reached
  * returns DLOCK_E_CANCELLED whatever else happened; a lock it won (or may
  * have won, as above) in the race with the cancel is given back before it
- * returns. */
+ * returns, except one whose acquiring statement the cancel itself cut off:
+ * dlock_cancel shuts the socket of the statement the call is waiting on
+ * (a row wait, a wake-up wait, a lease attempt), so that the call returns
+ * at once even from a server that does not answer; whether a lease attempt
+ * cut off that way took the lease is unknown, and such a lease, if taken,
+ * runs out by its ttl, as after DLOCK_E_UNKNOWN. */
 DLOCK_EXPORT int dlock_try(dlock_lock *lock, int64_t wait_ms, dlock_error *err);
 
 /* dlock_try and dlock_release on behalf of a holder id chosen by the caller
@@ -345,8 +363,13 @@ DLOCK_EXPORT int dlock_begin(dlock_lock *lock, dlock_error *err);
  * Statements that would end the transaction are refused with
  * DLOCK_E_INVALID before they are sent: COMMIT, ROLLBACK (ROLLBACK TO
  * SAVEPOINT is fine), BEGIN, START TRANSACTION, XA, LOCK/UNLOCK TABLES,
- * SET autocommit, and statements with an implicit commit (CREATE, ALTER,
- * DROP, RENAME, TRUNCATE, GRANT, ...; CREATE/DROP TEMPORARY is fine).
+ * a SET that assigns autocommit (in any of its assignments), and statements
+ * with an implicit commit (CREATE, ALTER, DROP, RENAME, TRUNCATE, GRANT,
+ * BACKUP, ...; CREATE/DROP TEMPORARY is fine).
+ * What the statements change in the session (variables such as timestamp,
+ * time_zone, sql_mode or autocommit, the transaction mode, user locks,
+ * HANDLERs, temporary tables) ends with the hold: the connection is reset
+ * before another lock uses it (see dlock_client_open).
  * After every statement the server's in-transaction flag is checked: if the
  * transaction ended anyway (a deadlock rolled it back, a procedure
  * committed), a row lock is LOST (DLOCK_E_LOST: the server released the
@@ -437,7 +460,8 @@ DLOCK_EXPORT const char *dlock_owner(const dlock_lock *lock);
 DLOCK_EXPORT size_t dlock_owner_copy(const dlock_lock *lock, char *buf, size_t buf_size);
 /* Lease locks: the fencing token of the current/last acquisition, strictly
  * increasing per key across releases, takeovers, crashes and server
- * restarts; 0 before the first. Row locks: always 0. A row lock is its
+ * restarts, and across a lease table dropped and made again (its tokens
+ * then continue above the next multiple of 2^40); 0 before the first. Row locks: always 0. A row lock is its
  * transaction: it does not expire while the holder lives, and a holder whose
  * connection died cannot commit; a counter bumped inside that transaction
  * would be undone by the very rollback it should survive. Use a lease when
@@ -529,7 +553,10 @@ DLOCK_EXPORT int dlock_client_cleanup(dlock_client *client, uint64_t *out_delete
  * a client that stays open while the tables are dropped and made again (a
  * test's reset, a setup script), without opening a second client.
  * Idempotent. The client forgets which row-lock rows it has seen, so row
- * locks re-create theirs. Uses one of the client's lock connections (waits
+ * locks re-create theirs. A lease table it makes again while the fencing
+ * floor's table (table_fence) is still there continues the tokens above
+ * every token issued before: the floor first moves to the next multiple of
+ * 2^40 (the dropped rows took the highest tokens with them). Uses one of the client's lock connections (waits
  * up to connect_timeout for one). Since 1.2.
  * Thread safety: any thread, also while locks of the client are in use.
  * Errors: DLOCK_E_DB when a table exists with columns dlock cannot use (the
