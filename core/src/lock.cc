@@ -356,11 +356,8 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
   if (Status s = CheckPid(); !s.ok()) return s;
   CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
-  if (wait_ms < 0 || wait_ms > kMaxWaitMs)
-    return Status::Invalid("wait_ms must be 0.." + std::to_string(kMaxWaitMs) + ", got " +
-                           std::to_string(wait_ms));
   const auto start = Clock::now();
-  const auto deadline = start + std::chrono::milliseconds(wait_ms);
+  const auto deadline = WaitDeadline(wait_ms);  // wait_ms < 0: no limit
   // Cancels after the caller's mark count, even one that came before this
   // call began (bindings take the mark before they arm their cancel).
   const CancelToken cancel{&me.cancel_seq, cancel_mark ? *cancel_mark : me.cancel_seq.load()};
@@ -522,7 +519,11 @@ Status LockImpl::Renew(LockCaller& me) {
   return Status::OK();
 }
 
-Status LockImpl::Release(LockCaller& me) {
+Status LockImpl::Release(LockCaller& me) { return EndHold(me, /*commit=*/true); }
+
+Status LockImpl::Abort(LockCaller& me) { return EndHold(me, /*commit=*/false); }
+
+Status LockImpl::EndHold(LockCaller& me, bool commit) {
   if (Status s = CheckPid(); !s.ok()) return s;
   CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
@@ -532,7 +533,7 @@ Status LockImpl::Release(LockCaller& me) {
   uint64_t token;
   {
     MutexLock g(st_mu_);
-    if (Status s = RefuseWhileAcquiringLocked("release"); !s.ok()) return s;
+    if (Status s = RefuseWhileAcquiringLocked(commit ? "release" : "abort"); !s.ok()) return s;
     st = StateLocked();
     if (state_ == LockState::kIdle) return Status::StateError("lock " + Name() + " is not held");
     if (state_ == LockState::kLost && released_)
@@ -541,7 +542,9 @@ Status LockImpl::Release(LockCaller& me) {
       return Status::StateError("lock " + Name() +
                                 " is held by another thread; with holder=thread only the thread "
                                 "that acquired it may release it");
-    if (st == LockState::kHeld && count_ > 1) {
+    // An abort ends every reentrant hold: the work of all of them is one
+    // transaction, and it is rolled back.
+    if (commit && st == LockState::kHeld && count_ > 1) {
       --count_;  // an inner, reentrant hold
       return Status::OK();
     }
@@ -553,7 +556,7 @@ Status LockImpl::Release(LockCaller& me) {
   Status s;
   {
     SchemeUse use(this);
-    s = scheme_->Release(owner, token, /*commit=*/true, st == LockState::kLost, &freed);
+    s = scheme_->Release(owner, token, commit, st == LockState::kLost, &freed);
   }
   {
     MutexLock g(st_mu_);
@@ -643,9 +646,7 @@ Status LockImpl::WaitLost(LockCaller& me, int64_t timeout_ms, const uint64_t* ca
   CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
 
-  if (timeout_ms < 0 || timeout_ms > kMaxWaitMs)
-    return Status::Invalid("timeout_ms must be 0.." + std::to_string(kMaxWaitMs));
-  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  const auto deadline = WaitDeadline(timeout_ms);  // timeout_ms < 0: no limit
   const CancelToken cancel{&me.cancel_seq, cancel_mark ? *cancel_mark : me.cancel_seq.load()};
   MutexLock g(st_mu_);
   for (;;) {
