@@ -280,18 +280,7 @@ public final class DLock implements Lock, AutoCloseable {
    */
   @Override
   public void unlock() {
-    final long holder = holderId();
-    guard.readLock().lock();
-    try {
-      ensureOpen();
-      DLockNative.dlock_release_as(handle.ptr, holder);
-    } catch (LockStateException e) {
-      IllegalMonitorStateException m = new IllegalMonitorStateException(e.getMessage());
-      m.initCause(e);
-      throw m;
-    } finally {
-      guard.readLock().unlock();
-    }
+    endHold(true);
   }
 
   /**
@@ -307,11 +296,20 @@ public final class DLock implements Lock, AutoCloseable {
    * @throws IllegalMonitorStateException if the calling thread does not hold it
    */
   public void abort() {
+    endHold(false);
+  }
+
+  /** unlock() (commit) or abort(), on behalf of the calling Java thread. */
+  private void endHold(boolean commit) {
     final long holder = holderId();
     guard.readLock().lock();
     try {
       ensureOpen();
-      DLockNative.dlock_abort_as(handle.ptr, holder);
+      if (commit) {
+        DLockNative.dlock_release_as(handle.ptr, holder);
+      } else {
+        DLockNative.dlock_abort_as(handle.ptr, holder);
+      }
     } catch (LockStateException e) {
       IllegalMonitorStateException m = new IllegalMonitorStateException(e.getMessage());
       m.initCause(e);
