@@ -77,6 +77,13 @@ struct SchemaTable {
 std::vector<SchemaTable> SchemaTables(const ClientOptions& opts);
 // Seeds the fencing-floor row (idempotent).
 std::string SchemaSeedSql(const ClientOptions& opts);
+// OK when table has the columns want (type prefixes); kState when it does
+// not exist; kDb naming the column that is missing or of another type.
+Status CheckTableColumns(Conn& conn, const std::string& table,
+                         const std::vector<std::pair<std::string, std::string>>& want);
+// Creates the missing lock tables, checks the columns of all of them and
+// seeds the fencing floor: a client's open, and `dlock init`.
+Status EnsureTables(Conn& conn, const ClientOptions& opts);
 
 class ClientImpl {
  public:
@@ -164,8 +171,6 @@ class ClientImpl {
  private:
   ClientImpl(ClientOptions opts, LockOptions lock_defaults);
   Status InitSchema(Conn& conn);
-  Status CheckColumns(Conn& conn, const std::string& table,
-                      const std::vector<std::pair<std::string, std::string>>& want);
 
   ClientOptions opts_;
   LockOptions lock_defaults_;

@@ -6,15 +6,15 @@
 
 namespace dlock {
 
-Status ClientImpl::CheckColumns(Conn& conn, const std::string& table,
-                                const std::vector<std::pair<std::string, std::string>>& want) {
+Status CheckTableColumns(Conn& conn, const std::string& table,
+                         const std::vector<std::pair<std::string, std::string>>& want) {
   ExecResult r;
   Status s = conn.Exec(
       "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS "
       "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
       {Param::Text(table)}, &r);
   if (!s.ok()) return s;
-  if (r.rows.empty()) return Status(Code::kState, "missing");
+  if (r.rows.empty()) return Status(Code::kState, "table " + table + " does not exist");
   for (const auto& w : want) {
     bool found = false;
     for (const Row& row : r.rows) {
@@ -71,18 +71,20 @@ std::string SchemaSeedSql(const ClientOptions& opts) {
   return "INSERT IGNORE INTO " + QuoteIdent(opts.table + "_fence") + " (id, fence_floor) VALUES (1, 0)";
 }
 
-Status ClientImpl::InitSchema(Conn& conn) {
-  for (const SchemaTable& tb : SchemaTables(opts_)) {
-    Status s = CheckColumns(conn, tb.name, tb.cols);
+Status EnsureTables(Conn& conn, const ClientOptions& opts) {
+  for (const SchemaTable& tb : SchemaTables(opts)) {
+    Status s = CheckTableColumns(conn, tb.name, tb.cols);
     if (s.code() == Code::kState) {  // missing: create it
       s = conn.Query(tb.ddl);
       if (!s.ok()) return s;
-      s = CheckColumns(conn, tb.name, tb.cols);
+      s = CheckTableColumns(conn, tb.name, tb.cols);
     }
     if (!s.ok()) return s;
   }
-  return conn.Query(SchemaSeedSql(opts_));
+  return conn.Query(SchemaSeedSql(opts));
 }
+
+Status ClientImpl::InitSchema(Conn& conn) { return EnsureTables(conn, opts_); }
 
 Status ClientImpl::EnsureSchema() {
   PooledConn conn;
