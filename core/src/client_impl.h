@@ -176,10 +176,13 @@ class ClientImpl {
   }
   bool PopEvent(Clock::time_point deadline, Event* out) { return events_.Pop(deadline, out); }
   Renewer& renewer() { return renewer_; }
-  // The lock objects of this client that share a hold (holder=thread, same
-  // key and options): the live LockImpl for identity, or make() a new one.
-  std::shared_ptr<LockImpl> SharedLock(const std::string& identity,
-                                       const std::function<std::shared_ptr<LockImpl>()>& make);
+  // The lock objects of this client that share a hold (holder=thread,
+  // reentrant): *out is the live LockImpl for identity (mode and key), or
+  // make() a new one. kInvalid, naming the option, when the live one has
+  // other lock options.
+  Status SharedLock(const std::string& identity, const LockOptions& opts,
+                    const std::function<std::shared_ptr<LockImpl>()>& make,
+                    std::shared_ptr<LockImpl>* out);
   void ForgetLock(const std::string& identity, const LockImpl* l);
   WaitQueues& waiters() { return waiters_; }
   // Wake-up names (GET_LOCK) are used unless the server is a Galera node.
