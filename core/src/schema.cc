@@ -1,4 +1,6 @@
 // The lock tables: their DDL, the column check, and creating them.
+#include <mysqld_error.h>
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -71,9 +73,23 @@ std::string SchemaSeedSql(const ClientOptions& opts) {
   return "INSERT IGNORE INTO " + QuoteIdent(opts.table + "_fence") + " (id, fence_floor) VALUES (1, 0)";
 }
 
+std::string FenceEpochSql(const ClientOptions& opts) {
+  return "UPDATE " + QuoteIdent(opts.table + "_fence") + " SET fence_floor = (fence_floor DIV " +
+         std::to_string(kFenceEpoch) + " + 1) * " + std::to_string(kFenceEpoch) + " WHERE id = 1";
+}
+
 Status EnsureTables(Conn& conn, const ClientOptions& opts) {
   for (const SchemaTable& tb : SchemaTables(opts)) {
     Status s = CheckTableColumns(conn, tb.name, tb.cols);
+    if (s.code() == Code::kState && tb.name == opts.table) {
+      // The lease table is missing. If the floor's table is there, this is a
+      // re-creation: the dropped rows took the highest tokens with them (the
+      // floor only covers rows cleanup deleted), so before any row can exist
+      // again the floor moves to the next epoch, above every token issued so
+      // far (B1). On a first install the floor's table is missing too (1146).
+      Status e = conn.Query(FenceEpochSql(opts));
+      if (!e.ok() && e.server_errno() != ER_NO_SUCH_TABLE) return e;
+    }
     if (s.code() == Code::kState) {  // missing: create it
       s = conn.Query(tb.ddl);
       if (!s.ok()) return s;
