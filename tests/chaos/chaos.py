@@ -200,11 +200,14 @@ class Run:
                     return "lib", pid, None, token
                 st = proc_stat(pid)
                 if st and st[0] in self.workers and self.workers[st[0]]["role"] == "cli" and "cli" in roles:
-                    # dlock -> its guard (dlock-guard) -> the command
+                    # dlock -> its guard (dlock-guard) -> the command; a
+                    # dlock-kill needs no command yet.
                     for guard in children(pid):
                         jobs = children(guard)
                         if jobs:  # the command has started
                             return "cli", pid, (guard, jobs[0]), token
+                        if roles == ["cli"]:
+                            return "cli", pid, (guard, None), token
             time.sleep(0.02)
         return None
 
@@ -241,7 +244,7 @@ class Run:
                 roles = ["cli"]
             elif kind == "holder-stop" and not any(f["kind"] == kind for f in self.faults):
                 roles = ["lib"]
-            h = self.holder(roles, 2 * a.ttl)
+            h = self.holder(roles, 3 * a.ttl if roles == ["cli"] else 2 * a.ttl)
             if h is None:
                 return False
             role, pid, job, token = h

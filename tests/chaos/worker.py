@@ -147,6 +147,10 @@ def run_lib(a) -> None:
         h.put(seq, "release", "ret", out=out, token=token, code=code)
         if lock.held:  # never expected: start afresh rather than count up
             lock = None
+        # A moment before the next try, as a job between runs has: taking it
+        # again at once wins the race against the waiter a release wakes
+        # (other processes, `dlock run` above all, hardly got the key).
+        time.sleep(rng.uniform(0, a.hold / 2))
 
 
 def run_cli(a) -> None:
