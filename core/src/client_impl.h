@@ -95,6 +95,13 @@ constexpr uint64_t kFenceEpoch = uint64_t{1} << 40;
 // Moves the floor to the next epoch; run before the lease table is created
 // again (schema.cc).
 std::string FenceEpochSql(const ClientOptions& opts);
+// OK when table has the columns want (type prefixes); kState when it does
+// not exist; kDb naming the column that is missing or of another type.
+Status CheckTableColumns(Conn& conn, const std::string& table,
+                         const std::vector<std::pair<std::string, std::string>>& want);
+// Creates the missing lock tables, checks the columns of all of them and
+// seeds the fencing floor: a client's open, and `dlock init`.
+Status EnsureTables(Conn& conn, const ClientOptions& opts);
 
 class ClientImpl {
  public:
@@ -181,8 +188,6 @@ class ClientImpl {
  private:
   ClientImpl(ClientOptions opts, LockOptions lock_defaults);
   Status InitSchema(Conn& conn);
-  Status CheckColumns(Conn& conn, const std::string& table,
-                      const std::vector<std::pair<std::string, std::string>>& want);
 
   ClientOptions opts_;
   LockOptions lock_defaults_;

@@ -8,15 +8,15 @@
 
 namespace dlock {
 
-Status ClientImpl::CheckColumns(Conn& conn, const std::string& table,
-                                const std::vector<std::pair<std::string, std::string>>& want) {
+Status CheckTableColumns(Conn& conn, const std::string& table,
+                         const std::vector<std::pair<std::string, std::string>>& want) {
   ExecResult r;
   Status s = conn.Exec(
       "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS "
       "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
       {Param::Text(table)}, &r);
   if (!s.ok()) return s;
-  if (r.rows.empty()) return Status(Code::kState, "missing");
+  if (r.rows.empty()) return Status(Code::kState, "table " + table + " does not exist");
   for (const auto& w : want) {
     bool found = false;
     for (const Row& row : r.rows) {
@@ -78,27 +78,29 @@ std::string FenceEpochSql(const ClientOptions& opts) {
          std::to_string(kFenceEpoch) + " + 1) * " + std::to_string(kFenceEpoch) + " WHERE id = 1";
 }
 
-Status ClientImpl::InitSchema(Conn& conn) {
-  for (const SchemaTable& tb : SchemaTables(opts_)) {
-    Status s = CheckColumns(conn, tb.name, tb.cols);
-    if (s.code() == Code::kState && tb.name == opts_.table) {
+Status EnsureTables(Conn& conn, const ClientOptions& opts) {
+  for (const SchemaTable& tb : SchemaTables(opts)) {
+    Status s = CheckTableColumns(conn, tb.name, tb.cols);
+    if (s.code() == Code::kState && tb.name == opts.table) {
       // The lease table is missing. If the floor's table is there, this is a
       // re-creation: the dropped rows took the highest tokens with them (the
       // floor only covers rows cleanup deleted), so before any row can exist
       // again the floor moves to the next epoch, above every token issued so
       // far (B1). On a first install the floor's table is missing too (1146).
-      Status e = conn.Query(FenceEpochSql(opts_));
+      Status e = conn.Query(FenceEpochSql(opts));
       if (!e.ok() && e.server_errno() != ER_NO_SUCH_TABLE) return e;
     }
     if (s.code() == Code::kState) {  // missing: create it
       s = conn.Query(tb.ddl);
       if (!s.ok()) return s;
-      s = CheckColumns(conn, tb.name, tb.cols);
+      s = CheckTableColumns(conn, tb.name, tb.cols);
     }
     if (!s.ok()) return s;
   }
-  return conn.Query(SchemaSeedSql(opts_));
+  return conn.Query(SchemaSeedSql(opts));
 }
+
+Status ClientImpl::InitSchema(Conn& conn) { return EnsureTables(conn, opts_); }
 
 Status ClientImpl::EnsureSchema() {
   PooledConn conn;
