@@ -66,13 +66,14 @@ struct LeaseAttempt {
 };
 
 // The lock tables: name, the column types dlock checks (type prefixes, as
-// information_schema spells them) and the DDL that creates the table. The
-// single source for the client's own schema setup and for `dlock init
-// --print-sql` / `dlock doctor`.
+// information_schema spells them), the DDL that creates the table and the
+// privileges dlock's statements need on it. The single source for the
+// client's own schema setup and for `dlock init --print-sql` / `dlock doctor`.
 struct SchemaTable {
   std::string name;
   std::vector<std::pair<std::string, std::string>> cols;
   std::string ddl;
+  std::vector<const char*> privileges;  // "SELECT", "INSERT", "UPDATE", "DELETE"
 };
 std::vector<SchemaTable> SchemaTables(const ClientOptions& opts);
 // Seeds the fencing-floor row (idempotent).
@@ -163,6 +164,11 @@ class ClientImpl {
   Status InitSchema(Conn& conn);
   Status CheckColumns(Conn& conn, const std::string& table,
                       const std::vector<std::pair<std::string, std::string>>& want);
+  // Whether this user holds the privileges dlock needs on an existing table
+  // (statements prepared, never run); kDb naming the privilege and table.
+  Status CheckPrivileges(Conn& conn, const SchemaTable& table);
+  // "`db`.`table`", for messages.
+  std::string QualifiedName(const std::string& table) const;
 
   ClientOptions opts_;
   LockOptions lock_defaults_;

@@ -1,4 +1,6 @@
 // The lock tables: their DDL, the column check, and creating them.
+#include <mysqld_error.h>
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -51,19 +53,26 @@ std::vector<SchemaTable> SchemaTables(const ClientOptions& opts) {
            " create_time DATETIME(6) NOT NULL COMMENT 'UTC, when the current holder acquired',"
            " fence BIGINT UNSIGNED NOT NULL COMMENT 'fencing token: grows with every acquisition',"
            " PRIMARY KEY (lock_key), KEY idx_expire_time (expire_time))"
-           " ENGINE=InnoDB COMMENT='dlock lease locks'"},
+           " ENGINE=InnoDB COMMENT='dlock lease locks'",
+       // acquire (INSERT .. ON DUPLICATE KEY UPDATE), renew and release
+       // (UPDATE), cleanup (DELETE)
+       {"SELECT", "INSERT", "UPDATE", "DELETE"}},
       {f,
        {{"id", "tinyint"}, {"fence_floor", "bigint"}},
        "CREATE TABLE IF NOT EXISTS " + QuoteIdent(f) +
            " (id TINYINT UNSIGNED NOT NULL PRIMARY KEY,"
            " fence_floor BIGINT UNSIGNED NOT NULL COMMENT 'highest token of any deleted lease row')"
-           " ENGINE=InnoDB COMMENT='dlock: fencing floor kept across cleanup'"},
+           " ENGINE=InnoDB COMMENT='dlock: fencing floor kept across cleanup'",
+       // read by acquire, seeded at open (INSERT IGNORE), raised by cleanup
+       {"SELECT", "INSERT", "UPDATE"}},
       {r,
        {{"lock_name", "varbinary("}, {"updated_time", "datetime(6)"}},
        "CREATE TABLE IF NOT EXISTS " + QuoteIdent(r) +
            " (lock_name VARBINARY(512) NOT NULL COMMENT 'lock name, compared byte for byte',"
            " updated_time DATETIME(6) NULL COMMENT 'UTC, when the row was created',"
-           " PRIMARY KEY (lock_name)) ENGINE=InnoDB COMMENT='dlock row locks (SELECT ... FOR UPDATE)'"},
+           " PRIMARY KEY (lock_name)) ENGINE=InnoDB COMMENT='dlock row locks (SELECT ... FOR UPDATE)'",
+       // SELECT .. FOR UPDATE (MariaDB asks only SELECT), rows created by INSERT IGNORE
+       {"SELECT", "INSERT"}},
   };
 }
 
@@ -71,15 +80,62 @@ std::string SchemaSeedSql(const ClientOptions& opts) {
   return "INSERT IGNORE INTO " + QuoteIdent(opts.table + "_fence") + " (id, fence_floor) VALUES (1, 0)";
 }
 
+std::string ClientImpl::QualifiedName(const std::string& table) const {
+  return "`" + QuoteKey(opts_.database) + "`.`" + table + "`";
+}
+
+namespace {
+
+// What an admin runs so that a user without CREATE can use dlock (README,
+// "Least privilege").
+std::string Grant(const std::string& qualified) {
+  return "GRANT SELECT, INSERT, UPDATE, DELETE ON " + qualified + " TO <the application's user>";
+}
+
+}  // namespace
+
+Status ClientImpl::CheckPrivileges(Conn& conn, const SchemaTable& tb) {
+  const std::string t = QuoteIdent(tb.name);
+  const std::string col = tb.cols.front().first;  // the primary key
+  for (const char* privilege : tb.privileges) {
+    const std::string p = privilege;
+    std::string probe;
+    if (p == "SELECT") probe = "SELECT 1 FROM " + t + " WHERE 0";
+    else if (p == "INSERT") probe = "INSERT INTO " + t + " (" + col + ") VALUES (?)";
+    else if (p == "UPDATE") probe = "UPDATE " + t + " SET " + col + " = " + col + " WHERE 0";
+    else probe = "DELETE FROM " + t + " WHERE 0";
+    Status s = conn.Prepare(probe);
+    if (s.server_errno() == ER_TABLEACCESS_DENIED_ERROR || s.server_errno() == ER_COLUMNACCESS_DENIED_ERROR)
+      return Status(Code::kDb,
+                    "the database user lacks the " + p + " privilege on " + QualifiedName(tb.name) +
+                        ", which dlock needs; an admin grants it: " + Grant(QualifiedName(tb.name)) +
+                        " (README: Least privilege) (" + s.message() + ")",
+                    s.server_errno());
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
 Status ClientImpl::InitSchema(Conn& conn) {
   for (const SchemaTable& tb : SchemaTables(opts_)) {
     Status s = CheckColumns(conn, tb.name, tb.cols);
     if (s.code() == Code::kState) {  // missing: create it
       s = conn.Query(tb.ddl);
+      if (s.server_errno() == ER_TABLEACCESS_DENIED_ERROR)
+        return Status(Code::kDb,
+                      "table " + QualifiedName(tb.name) +
+                          " is missing (or this database user has no privilege on it at all), "
+                          "and the user lacks the CREATE privilege to create it: an admin "
+                          "creates the tables once with `dlock init` (or runs the DDL of "
+                          "`dlock init --print-sql`) and grants the user the rest: " +
+                          Grant(QualifiedName(tb.name)) + " (README: Least privilege) (" +
+                          s.message() + ")",
+                      s.server_errno());
       if (!s.ok()) return s;
       s = CheckColumns(conn, tb.name, tb.cols);
     }
     if (!s.ok()) return s;
+    if (!(s = CheckPrivileges(conn, tb)).ok()) return s;
   }
   return conn.Query(SchemaSeedSql(opts_));
 }
