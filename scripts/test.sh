@@ -64,7 +64,7 @@ if [ -f pyproject.toml ]; then
   venv=build/venv
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
-  if "$venv/bin/python" -m pip install -q . pytest pymysql; then
+  if "$venv/bin/python" -m pip install -q . pytest pymysql hypothesis; then
     py=$root/$venv/bin/python
   else
     failed+=("pip install .")
