@@ -328,6 +328,10 @@ Status ParsePort(const std::string& text, const std::string& rest, unsigned* por
 }
 
 // user[:password]@host[:port], host as a name, an address or [v6].
+//
+// No message here shows any part of the authority: after a typo, any of it
+// may be the password. A typo that still parses is refused when it would put
+// the password where messages show it (the host, the user name).
 Status ParseAuthority(const std::string& authority, const std::string& rest, ClientOptions* o) {
   Status s;
   size_t at = authority.rfind('@');
@@ -336,6 +340,12 @@ Status ParseAuthority(const std::string& authority, const std::string& rest, Cli
     std::string userinfo = authority.substr(0, at);
     hostport = authority.substr(at + 1);
     size_t colon = userinfo.find(':');
+    // user@pw@host: the ':' typed as '@'; the server would quote the whole
+    // "user name" back. (The password may hold a raw '@': the last ends it.)
+    if (userinfo.substr(0, colon).find('@') != std::string::npos)
+      return Status::Invalid("URL: the user name contains '@' (is the ':' before the password "
+                             "missing? mysql://user:password@host/db; write an '@' in a user "
+                             "name as %40)");
     if (!(s = PercentDecode(userinfo.substr(0, colon), "user", &o->user)).ok()) return s;
     if (colon != std::string::npos) {
       // The password is never echoed, not even in this error.
@@ -355,6 +365,12 @@ Status ParseAuthority(const std::string& authority, const std::string& rest, Cli
     }
   } else {
     size_t colon = hostport.rfind(':');
+    // user:pw127.0.0.1:3306 (the '@' forgotten) or user:pw:3306 (the host
+    // forgotten): the "host" would be user:pw, shown in every connect error.
+    if (colon != std::string::npos && hostport.find(':') != colon)
+      return Status::Invalid("URL: the host contains ':' (is the '@' after user:password "
+                             "missing? mysql://user:password@host:port/db; an IPv6 address goes "
+                             "in brackets: [::1]:3306)");
     if (!(s = PercentDecode(hostport.substr(0, colon), "host", &o->host)).ok()) return s;
     if (colon != std::string::npos) {
       if (!(s = ParsePort(hostport.substr(colon + 1), rest, &o->port)).ok()) return s;
@@ -363,6 +379,29 @@ Status ParseAuthority(const std::string& authority, const std::string& rest, Cli
   if (o->host.empty()) o->host = "127.0.0.1";
   return Status::OK();
 }
+
+// Could be the name of an option (lower case, digits, '_'): only such a
+// name is shown in a message. Anything else in a name's place may be a
+// password typed there (?password:pw, ?pw).
+bool LooksLikeOptionName(const std::string& s) {
+  if (s.empty() || s.size() > 40) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+
+// ?password=pw, ?Passwd:pw, ?pwd=pw: the password has its own place (no
+// option's name starts so).
+bool NamesAPassword(const std::string& s) {
+  std::string lower;
+  for (char c : s.substr(0, 4)) lower.push_back(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return lower.compare(0, 4, "pass") == 0 || lower.compare(0, 2, "pw") == 0;
+}
+
+constexpr const char* kPasswordOption =
+    "URL: the password is not a URL option: write it before the host "
+    "(mysql://user:password@host/db, with '@', ':', '/', '?', '#' and '%' %-encoded) or set "
+    "DLOCK_PASSWORD";
 
 // ?k=v&k=v: client options.
 Status ApplyQuery(const std::string& query, ClientOptions* o) {
@@ -373,12 +412,22 @@ Status ApplyQuery(const std::string& query, ClientOptions* o) {
     std::string kv = query.substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
     pos = amp == std::string::npos ? query.size() : amp + 1;
     if (kv.empty()) continue;
+    if (NamesAPassword(kv)) return Status::Invalid(kPasswordOption);
     size_t eq = kv.find('=');
-    if (eq == std::string::npos) return Status::Invalid("URL option '" + QuoteKey(kv) + "' has no value");
+    if (eq == std::string::npos) {
+      if (IsClientKey(kv)) return Status::Invalid("URL option '" + kv + "' has no value");
+      return Status::Invalid("URL: an option after '?' has no '=' (options are name=value, "
+                             "joined by '&')");
+    }
     std::string k, v;
     if (!(s = PercentDecode(kv.substr(0, eq), "option name", &k)).ok()) return s;
     if (!(s = PercentDecode(kv.substr(eq + 1), "option value", &v)).ok()) return s;
-    if (!IsClientKey(k)) return Status::Invalid("unknown URL option '" + QuoteKey(k) + "'");
+    if (!IsClientKey(k)) {
+      if (NamesAPassword(k)) return Status::Invalid(kPasswordOption);
+      if (LooksLikeOptionName(k)) return Status::Invalid("unknown URL option '" + k + "'");
+      return Status::Invalid("URL: an option name after '?' is not one of dlock's (they are "
+                             "lower case: pool, connect_timeout, ssl_mode, ...)");
+    }
     if (!(s = ApplyClientOption(k, v, o)).ok()) return s;
   }
   return Status::OK();
@@ -397,6 +446,12 @@ Status ParseUrl(const std::string& url, ClientOptions* out) {
     return Status::Invalid("URL must start with mysql:// or mariadb:// "
                            "(mysql://user[:password]@host[:port]/database[?options])");
   }
+  // mysql:///user:pw@host/db: the authority went into the path, where the
+  // database name (shown in messages) would hold the password.
+  if (rest.compare(0, 1, "/") == 0 && rest.substr(0, rest.find('?')).find('@') != std::string::npos)
+    return Status::Invalid("URL: '@' after the '/' that starts the database name: "
+                           "user:password@host comes right after mysql:// "
+                           "(mysql://user:password@host/db)");
   if (rest.find('#') != std::string::npos)
     return ShapeError(rest, "URL: '#' is not allowed (a #fragment means nothing here; write a "
                             "'#' in a name or value as %23)");
@@ -413,6 +468,11 @@ Status ParseUrl(const std::string& url, ClientOptions* out) {
   if (o.database.empty()) return ShapeError(rest, "URL has an empty database name");
   if (o.database.find('/') != std::string::npos || o.database.find('`') != std::string::npos)
     return ShapeError(rest, "URL database name contains '/' or '`'");
+  // A raw ':' in the database: a user:password that ended up in the path
+  // (mysql:///user:pw). A real one is written %3A.
+  if (path.find(':', slash) != std::string::npos)
+    return ShapeError(rest, "URL: the database name contains ':' (is user:password@host "
+                            "misplaced? write a ':' in a database name as %3A)");
   if (!(s = ParseAuthority(path.substr(0, slash), rest, &o)).ok()) return s;
   if (!(s = ApplyQuery(query, &o)).ok()) return s;
   if (o.password.empty()) {

@@ -20,12 +20,14 @@ import threading
 import time
 import warnings
 import weakref
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
 from typing import (
     Any,
     Callable,
+    Deque,
     Dict,
     List,
     Optional,
@@ -40,7 +42,10 @@ from ._errors import Cancelled, Error, InvalidArgument, LockTimeout, StateError
 
 __all__ = ["connect", "Client", "Lock", "AsyncLock", "Event", "EventType", "Severity", "Acquired"]
 
-#: Where events go when a client is opened with ``log_events=True``.
+#: Where every client's events go unless it is opened with ``log_events=False``.
+#: The package adds no handler: records at WARNING and above reach stderr
+#: through Python's last-resort handler until the application configures
+#: logging.
 logger = logging.getLogger("dlock")
 
 Key = _convert.Key
@@ -94,8 +99,10 @@ def connect(url: str, **options: Any) -> "Client":
     Also accepted: ``mariadb://``, SQLAlchemy's ``mysql+pymysql://`` (any
     ``+driver``), and ``localhost`` with a port, which means TCP to that port
     (without a port, ``localhost`` is the local unix socket).
-    ``log_events=True`` sends the client's events (lost leases, max-hold
-    trips, renewal retries, cleanup) to the ``dlock`` logger.
+    The client's events (lost leases and max-hold trips at CRITICAL, renewal
+    retries at WARNING, cleanup at DEBUG) go to the ``dlock`` logger, each
+    record carrying the event as ``record.dlock_event``;
+    ``log_events=False`` keeps them off it.
 
     Connects once to check the server (reachable, writable, not a replica) and
     creates the lock tables if missing. The GIL is released meanwhile.
@@ -112,7 +119,7 @@ class Client:
     parent's (in the child they raise ``dlock.Forked``).
     """
 
-    def __init__(self, url: str, *, log_events: bool = False, **options: Any) -> None:
+    def __init__(self, url: str, *, log_events: bool = True, **options: Any) -> None:
         if not isinstance(url, str):
             raise TypeError(f"url must be a str (mysql://user@host:port/database), not {type(url).__name__}")
         _convert.check_conflicts(options)
@@ -123,7 +130,11 @@ class Client:
         self._pid = os.getpid()
         self._core: Optional[_core.Client] = _core.Client(self._url, self._options)
         self._closed = False
-        self._pump: Optional[threading.Thread] = None
+        # Events the package's pump logged, kept for next_event()/events():
+        # as many as the core's queue holds, the newest.
+        self._logging = False
+        self._logged: "Deque[Event]" = deque(maxlen=int(self._options.get("events", "1024")))
+        self._pumping = threading.Lock()  # held while one thread takes events off the core's queue
         if log_events:
             self.log_events()
 
@@ -147,9 +158,10 @@ class Client:
                     raise StateError("the client is closed")
                 self._core = _core.Client(self._url, self._options)
                 self._pid = os.getpid()
-                if self._pump is not None:
-                    self._pump = None
-                    self.log_events()
+                self._logged = deque(maxlen=self._logged.maxlen)  # the parent's events
+                self._pumping = threading.Lock()
+                if self._logging:
+                    _pump.add(self)
             c = self._core
             assert c is not None
             return c
@@ -191,22 +203,23 @@ class Client:
         self._c().init_schema()
 
     def log_events(self) -> None:
-        """Sends this client's events to the ``dlock`` logger from now on:
-        lost leases and max-hold trips as ERROR (critical events) or WARNING,
-        renewal retries as WARNING, cleanup as INFO/DEBUG. Each record carries
-        the event as ``record.dlock_event``. A daemon thread of the package
-        pumps them; it stops at interpreter exit. The pump takes every event
-        off the queue: use it instead of next_event()/events(), not with them.
+        """Sends this client's events to the ``dlock`` logger from now on
+        (the default; for a client opened with ``log_events=False``): lost
+        leases and max-hold trips at CRITICAL, renewal retries and a release
+        that found the row gone at WARNING, cleanup at DEBUG (WARNING when it
+        failed). Each record carries the event as ``record.dlock_event``.
+
+        One daemon thread of the package reads the events of every such
+        client, within 0.2 s of each event; it stops at interpreter exit.
+        next_event()/events() still return every event (logged when read,
+        or kept after the thread logged it; the core's ``events`` option
+        bounds how many are kept, the newest).
 
         Prometheus, say: a ``logging.Handler`` whose ``emit(record)`` does
         ``EVENTS.labels(record.dlock_event.type.name).inc()``."""
-        if self._pump is not None and self._pump.is_alive():
-            return
-        t = threading.Thread(target=_pump_events, args=(weakref.ref(self),), name="dlock-events",
-                             daemon=True)
-        self._pump = t
-        _pumps.add(t)
-        t.start()
+        self._c()
+        self._logging = True
+        _pump.add(self)
 
     # -- locks ----------------------------------------------------------------
 
@@ -214,7 +227,7 @@ class Client:
         self,
         key: Key,
         ttl: Optional[float] = None,
-        wait: float = 3.0,
+        wait: Optional[float] = None,
         *,
         auto_renew: bool = True,
         max_hold: Optional[float] = None,
@@ -228,7 +241,8 @@ class Client:
         ttl: lease length in seconds; with ``auto_renew`` (default) the core's
         watchdog renews it every ttl/3 until release, up to ``max_hold``
         seconds (default 300; 0 = no limit). wait: seconds to wait for it
-        (``dlock.LockTimeout`` when not acquired). ``transaction=True`` opens a
+        (``with``: default 3, then ``dlock.LockTimeout``; ``acquire()``
+        without a timeout: no limit unless ``wait`` is given). ``transaction=True`` opens a
         transaction on the lock's own connection at acquisition (A7):
         ``held.execute()`` runs there and the release commits it together with
         the release (an exception inside the with-block rolls it back).
@@ -238,7 +252,8 @@ class Client:
 
         Not acquired until used: ``with`` (waits ``wait`` seconds, then
         ``dlock.LockTimeout``) or ``acquire()`` (like ``threading.Lock``:
-        blocks until acquired unless given ``timeout`` or ``blocking=False``).
+        blocks until acquired, or for the lock's ``wait`` when one was given,
+        unless given ``timeout`` or ``blocking=False``).
         Reentrant per object and thread: the same thread entering the same
         Lock object again counts up.
         """
@@ -249,12 +264,13 @@ class Client:
         if max_hold is not None:
             opts["max_hold_ms"] = _convert.ms(max_hold, "max_hold")
         opts.update(options)
-        return Lock(self, key, opts, wait=wait, transaction=transaction, on_lost=on_lost)
+        return Lock(self, key, opts, wait=wait, with_wait=3.0, transaction=transaction,
+                    on_lost=on_lost)
 
     def row_lock(
         self,
         key: Key,
-        wait: float = 5.0,
+        wait: Optional[float] = None,
         *,
         reentrant: bool = True,
         shards: Optional[int] = None,
@@ -264,7 +280,8 @@ class Client:
         """A row lock (A2): ``SELECT ... FOR UPDATE`` on the key's row (created
         if missing, never a gap lock), held by an open transaction.
 
-        ``with client.row_lock("order_compensate", wait=5) as held:``
+        ``with client.row_lock("order_compensate", wait=5) as held:`` (``with``
+        waits 5 s unless given ``wait``; ``acquire()`` as for lock())
         ``held.execute(sql, params)`` runs on that transaction (A7); leaving the
         block commits (the release), an exception rolls back. ``shards=N``
         maps the key onto one of N rows (A12: exclusion is then per shard).
@@ -272,7 +289,7 @@ class Client:
         _convert.check_conflicts(options)
         opts: Dict[str, Any] = {"mode": "row", "reentrant": reentrant, "shards": shards}
         opts.update(options)
-        return Lock(self, key, opts, wait=wait, transaction=False, on_lost=on_lost)
+        return Lock(self, key, opts, wait=wait, with_wait=5.0, transaction=False, on_lost=on_lost)
 
     def alock(
         self,
@@ -353,12 +370,45 @@ class Client:
 
     def next_event(self, timeout: float = 0.0) -> Optional[Event]:
         """The oldest queued event, waiting up to ``timeout`` seconds; None if none came."""
-        raw = self._c().next_event(_convert.ms(timeout, "timeout"))
-        if raw is None:
-            return None
-        etype, severity, unix_ms, token, key, owner, message = raw
-        return Event(EventType(etype), Severity(severity), unix_ms / 1000.0, token,
-                     _convert.key_from_core(key), owner, message)
+        ms = _convert.ms(timeout, "timeout")
+        core = self._c()
+        if not self._logging:
+            return _event(core.next_event(ms))
+        # The ones the pump took off the core's queue (and logged) first,
+        # then the core's queue itself, logged here; meanwhile the pump
+        # leaves this client alone, so the order stays the core's.
+        with self._pumping:
+            if self._logged:
+                return self._logged.popleft()
+            ev = _event(core.next_event(ms))
+            if ev is not None:
+                _log_event(ev)
+            return ev
+
+    def _pump_once(self) -> bool:
+        """Logs the events queued in the core and keeps them for
+        next_event() (the pump's step); False when this client is no longer
+        pumped (closed, forked, or failing)."""
+        core = self._core
+        if core is None or not self._logging or self._pid != os.getpid():
+            return False
+        if not self._pumping.acquire(blocking=False):
+            return True  # a next_event() is reading (and logging) them
+        try:
+            for _ in range(1000):  # the rest at the next step: other clients wait meanwhile
+                try:
+                    ev = _event(core.next_event(0))
+                except Error as e:
+                    self._logging = False  # next_event() reads the core's queue again
+                    logger.warning("dlock: events of %s are no longer logged: %s", self._where, e)
+                    return False
+                if ev is None:
+                    break
+                _log_event(ev)
+                self._logged.append(ev)
+        finally:
+            self._pumping.release()
+        return True
 
     def events(self, timeout: float = 0.0) -> List[Event]:
         """Waits up to ``timeout`` seconds for an event, then returns it with
@@ -380,37 +430,83 @@ class Client:
         return self._c().cleanup()
 
 
+def _event(raw: Any) -> Optional[Event]:
+    if raw is None:
+        return None
+    etype, severity, unix_ms, token, key, owner, message = raw
+    return Event(EventType(etype), Severity(severity), unix_ms / 1000.0, token,
+                 _convert.key_from_core(key), owner, message)
+
+
 _LOG_LEVELS = {0: logging.INFO, 1: logging.WARNING, 2: logging.CRITICAL}
+
+
+def _log_event(ev: Event) -> None:
+    cleanup = ev.type == EventType.CLEANUP and ev.severity == Severity.INFO
+    level = logging.DEBUG if cleanup else _LOG_LEVELS.get(int(ev.severity), logging.WARNING)
+    logger.log(level, "%s %r (token %d, owner %s): %s", ev.type.name.lower(), ev.key, ev.token,
+               ev.owner or "-", ev.message, extra={"dlock_event": ev})
+
+
 _exiting = threading.Event()
-_pumps: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()
 
 
-def _pump_events(ref: "weakref.ref[Client]") -> None:
-    """Body of the log_events() thread: holds the client only while it waits
-    (0.2 s at a time), so a dropped client ends the pump; so does exit."""
-    while not _exiting.is_set():
-        client = ref()
-        if client is None or client.closed or client._pump is not threading.current_thread():
-            return
-        try:
-            events = client.events(timeout=0.2)
-        except Error as e:  # a forked child's pump thread does not exist; others say why
-            logger.warning("dlock: event pump stopped: %s", e)
-            return
-        del client
-        for ev in events:
-            cleanup = ev.type == EventType.CLEANUP and ev.severity == Severity.INFO
-            level = logging.DEBUG if cleanup else _LOG_LEVELS.get(int(ev.severity), logging.WARNING)
-            logger.log(level, "%s %r (token %d, owner %s): %s", ev.type.name.lower(), ev.key,
-                       ev.token, ev.owner or "-", ev.message, extra={"dlock_event": ev})
+class _Pump:
+    """One daemon thread for the whole package that logs the events of every
+    client that logs them (Client._pump_once), every 0.2 s: a client costs
+    no thread of its own. It holds the clients weakly, so a dropped client
+    stops being pumped; it ends when none is left, and at exit."""
+
+    _PERIOD = 0.2
+
+    def __init__(self) -> None:
+        self._mu = threading.Lock()
+        self._clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+        self._thread: Optional[threading.Thread] = None
+
+    def add(self, client: Client) -> None:
+        with self._mu:
+            self._clients.add(client)
+            if self._thread is None and not _exiting.is_set():
+                self._thread = threading.Thread(target=self._run, name="dlock-events", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while not _exiting.wait(self._PERIOD) and self._step():
+            pass
+
+    def _step(self) -> bool:
+        # The clients are held only here, not across the wait.
+        with self._mu:
+            clients = list(self._clients)
+            if not clients:
+                self._thread = None
+                return False
+        for c in clients:
+            if not c._pump_once():
+                with self._mu:
+                    self._clients.discard(c)
+        return True
+
+    def stop(self) -> None:
+        t = self._thread
+        if t is not None:
+            t.join(timeout=1.0)
+
+    def after_fork(self) -> None:
+        self._mu = threading.Lock()
+        self._clients = weakref.WeakSet()  # a client adds itself again when it reopens
+        self._thread = None
+
+
+_pump = _Pump()
 
 
 def _at_exit() -> None:
-    # Before the interpreter tears down: pumps stop (they never outlive it),
-    # and locks dropped while held (see Lock.__del__) are given back now.
+    # Before the interpreter tears down: the pump stops (it never outlives
+    # it), and locks dropped while held (see Lock.__del__) are given back now.
     _exiting.set()
-    for t in list(_pumps):
-        t.join(timeout=1.0)
+    _pump.stop()
     _reaper.drain()
 
 
@@ -501,13 +597,17 @@ class Lock:
         key: Key,
         options: Dict[str, Any],
         *,
-        wait: float = 3.0,
+        wait: Optional[float] = None,
+        with_wait: float = 3.0,
         transaction: bool = False,
         on_lost: Optional[Callable[["Lock"], Any]] = None,
     ) -> None:
         self._key = _convert.check_key(key)
         self._mode = str(options.get("mode", "lease"))
-        self._wait_ms = _convert.ms(wait, "wait")
+        # `with` waits wait (with_wait when not given); acquire() without a
+        # timeout waits wait when given, else without limit (threading's).
+        self._wait_ms = _convert.ms(with_wait if wait is None else wait, "wait")
+        self._acquire_wait_ms: Optional[int] = None if wait is None else self._wait_ms
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable")
         self._on_lost = on_lost
@@ -577,11 +677,12 @@ class Lock:
 
     def acquire(self, blocking: bool = True, timeout: Optional[float] = -1, *,
                 wait: Optional[float] = None) -> Acquired:
-        """Takes the lock, like ``threading.Lock.acquire``: with no argument
-        it waits until it gets it; ``timeout`` seconds bound the wait (-1 or
-        None: no bound); ``blocking=False`` tries once. True when held, False
-        when someone else held it the whole time. (``wait=`` seconds is the
-        older spelling of ``timeout=``.)
+        """Takes the lock, like ``threading.Lock.acquire``: with no timeout
+        it waits for the ``wait=`` the lock was made with, or, when it was
+        made without one, until it gets it; ``timeout`` seconds bound the
+        wait (-1 or None: no timeout given); ``blocking=False`` tries once.
+        True when held, False when someone else held it the whole time.
+        (``wait=`` seconds is the older spelling of ``timeout=``.)
 
         The result is also a context manager: ``with lock.acquire(timeout=5):``
         runs the block holding the lock and releases it after (raising
@@ -596,7 +697,7 @@ class Lock:
                 raise ValueError("can't specify a timeout for a non-blocking call")
             ms = 0
         elif timeout is None or (not isinstance(timeout, bool) and timeout == -1):
-            ms = -1  # no limit
+            ms = -1 if self._acquire_wait_ms is None else self._acquire_wait_ms
         else:
             ms = _convert.ms(timeout, "timeout")
         return Acquired(self._acquire_ms(ms), self, ms / 1000.0)
@@ -613,8 +714,10 @@ class Lock:
                   f"someone else holds it, for another {left_ms / 1000:.1f} s by the server's clock unless renewed")
         return f"lock {self._key!r} was not acquired within {waited_s:g} s ({holder})"
 
-    def _acquire_ms(self, wait_ms: int) -> bool:
-        if not self._core.try_(wait_ms):
+    def _acquire_ms(self, wait_ms: int, mark: Optional[int] = None) -> bool:
+        # mark: a cancel mark taken before the caller armed its cancel (see
+        # AsyncLock._acquire_core); None: taken as the core call begins.
+        if not self._core.try_(wait_ms, mark):
             return False
         if self._on_lost is not None:
             self._start_watcher()
@@ -669,12 +772,19 @@ class Lock:
     def wait_lost(self, timeout: Optional[float] = None) -> bool:
         """Blocks until the lock is lost (True), or released / not held, or
         ``timeout`` seconds pass (False). None = no timeout. The GIL is released."""
+        return self._wait_lost(timeout, None)
+
+    def _wait_lost(self, timeout: Optional[float], mark: Optional[int]) -> bool:
+        # One mark for the whole wait: a cancel() that lands between two
+        # slices of an unlimited wait still ends it.
+        if mark is None:
+            mark = self._core.cancel_mark()
         if timeout is not None:
-            code = self._core.wait_lost(_convert.ms(timeout, "timeout"))
+            code = self._core.wait_lost(_convert.ms(timeout, "timeout"), mark)
         else:
             code = _TIMEOUT
             while code == _TIMEOUT:
-                code = self._core.wait_lost(_MAX_WAIT_MS)
+                code = self._core.wait_lost(_MAX_WAIT_MS, mark)
         if code == _CANCELLED:
             raise Cancelled(f"wait_lost on {self._key!r} was cancelled", _CANCELLED)
         return code == _LOST
@@ -790,12 +900,18 @@ def _after_fork_in_child() -> None:
     _exec_mu = threading.Lock()
     _executor_obj = None  # its threads stayed in the parent
     _reaper.after_fork()
+    _pump.after_fork()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 T = TypeVar("T")
+
+#: Tests only: called on the pool thread of an AsyncLock acquisition with
+#: (lock, cancel mark), after the cancelled-before-start check and before the
+#: core call: where a cancel without the mark would be lost.
+_acquire_gap_hook: Optional[Callable[["Lock", int], None]] = None
 
 
 async def _run(fn: Callable[..., T], *args: Any) -> T:
@@ -892,12 +1008,20 @@ class AsyncLock:
 
     async def _acquire_core(self, deadline: float) -> bool:
         stop = threading.Event()
+        # The mark before the call is handed over: the one cancel sent below
+        # when the task is cancelled ends the core call wherever it lands,
+        # also before the pool thread has entered the core (without the
+        # mark, such a cancel was lost and the task waited its whole wait).
+        mark = self._lock._core.cancel_mark()
 
         def attempt() -> bool:
             if stop.is_set():  # cancelled before a pool thread picked it up
                 return False
+            hook = _acquire_gap_hook
+            if hook is not None:
+                hook(self._lock, mark)
             left = max(0, math.ceil((deadline - time.monotonic()) * 1000))
-            return self._lock._acquire_ms(left)
+            return self._lock._acquire_ms(left, mark)
 
         fut = asyncio.get_running_loop().run_in_executor(_executor(), attempt)
         try:
@@ -936,7 +1060,9 @@ class AsyncLock:
         await _run(self._lock.rollback)
 
     async def wait_lost(self, timeout: Optional[float] = None) -> bool:
-        fut = asyncio.get_running_loop().run_in_executor(_executor(), self._lock.wait_lost, timeout)
+        mark = self._lock._core.cancel_mark()  # as in _acquire_core
+        fut = asyncio.get_running_loop().run_in_executor(_executor(), self._lock._wait_lost, timeout,
+                                                         mark)
         try:
             return await asyncio.shield(fut)
         except asyncio.CancelledError:

@@ -149,6 +149,9 @@ bool MakePipe(Fd* r, Fd* w, bool nonblocking) {
 // signal number to the wake-up fd (signal.set_wakeup_fd); a helper thread
 // waits on it. The previous wake-up fd (asyncio's self-pipe, say) is restored
 // afterwards and receives the bytes it missed.
+// call() must count cancels from a mark taken before this (TryFrom,
+// WaitLostFrom): the watcher may send its one Cancel before call() has
+// entered the core, which a plain Try or WaitLost would not see.
 // Callers use it only for a call that really waits: the first attempt of an
 // acquisition runs inline, without any of this (see PyLock::Try).
 template <class Call>
@@ -189,7 +192,7 @@ dlock::Status Interruptible(dlock::Lock* lock, Call call, bool* signalled) {
       }
       if (p[0].revents & POLLIN) {
         fired = true;
-        lock->Cancel();  // ends the wait promptly, even one not started yet
+        (void)lock->Cancel();  // ends call() promptly, even before it began (its mark)
       }
     });
     dlock::Status r = call();
@@ -324,22 +327,31 @@ class PyLock {
   // True = held (acquired or counted up), False = busy for the whole wait.
   // wait_ms < 0: no limit (the core's longest wait, again and again).
   //
+  // mark: a cancel mark (Lock::cancel_mark) the caller took before it armed
+  // its cancel (asyncio takes one before the call is handed to a thread);
+  // without one, the mark is taken here, as the call begins. Every cancel
+  // after the mark ends the call, also one that lands between the core
+  // calls below or before the first of them: a plain Try would count only
+  // cancels that come while it runs, and the wait would go on unseen.
+  //
   // The first attempt runs inline with the GIL released and nothing else: an
   // uncontended acquisition costs what the C API's costs. Only when the lock
   // is busy and the caller wants to wait does the wait become interruptible
   // (Ctrl-C on the main thread), which costs a helper thread.
-  bool Try(int64_t wait_ms) {
+  bool Try(int64_t wait_ms, std::optional<uint64_t> mark) {
     const bool forever = wait_ms < 0;
     if (!forever && wait_ms > kMaxWaitMs) Check(lock_->Try(wait_ms));  // the core says why
     const auto deadline = DeadlineAfter(forever ? 0 : wait_ms);
-    dlock::Status s = Nogil([&] { return lock_->Try(0); });
+    uint64_t from = mark ? *mark : lock_->cancel_mark();
+    // holder 0: the calling OS thread, as Try.
+    dlock::Status s = Nogil([&] { return lock_->TryFrom(0, from, 0); });
     for (;;) {
       if (s.ok()) return true;
       if (s.code() != dlock::Code::kBusy) Raise(s);
       int64_t left = forever ? kMaxWaitMs : LeftMs(deadline);
       if (left == 0) return false;
       bool signalled = false;
-      s = Interruptible(lock_.get(), [&] { return lock_->Try(left); }, &signalled);
+      s = Interruptible(lock_.get(), [&] { return lock_->TryFrom(0, from, left); }, &signalled);
       // Acquired: return it, and the pending handler runs at the next
       // bytecode, as after threading.Lock.acquire(). Not acquired: a
       // cancelled wait (Ctrl-C) is never left holding, the core gives back an
@@ -347,22 +359,28 @@ class PyLock {
       if (s.ok()) return true;
       if (signalled && PyErr_CheckSignals() != 0) throw py::error_already_set();
       if (signalled && s.code() == dlock::Code::kCancelled) {
-        s = dlock::Status::Busy("");  // a handler that did not raise: keep waiting
+        // A handler that did not raise: keep waiting, counting only the
+        // cancels that come after the one the signal sent.
+        from = lock_->cancel_mark();
+        s = dlock::Status::Busy("");
       }
     }
   }
 
   // The code: 0 = released / not held, -3 = lost, -12 = timed out,
   // -13 = cancelled by cancel() from another thread. Other errors raise.
-  int WaitLost(int64_t timeout_ms) {
+  // mark: as Try's (taken here when not given).
+  int WaitLost(int64_t timeout_ms, std::optional<uint64_t> mark) {
     const auto deadline = DeadlineAfter(timeout_ms);
     int64_t left = timeout_ms;
+    uint64_t from = mark ? *mark : lock_->cancel_mark();
     for (;;) {
       bool signalled = false;
-      dlock::Status s = left > 0 ? Interruptible(lock_.get(), [&] { return lock_->WaitLost(left); }, &signalled)
-                                 : Nogil([&] { return lock_->WaitLost(left); });
+      auto call = [&] { return lock_->WaitLostFrom(from, left); };
+      dlock::Status s = left > 0 ? Interruptible(lock_.get(), call, &signalled) : Nogil(call);
       if (signalled && PyErr_CheckSignals() != 0) throw py::error_already_set();
       if (signalled && s.code() == dlock::Code::kCancelled) {
+        from = lock_->cancel_mark();
         left = LeftMs(deadline);
         continue;
       }
@@ -446,8 +464,9 @@ PYBIND11_MODULE(_core, m) {
   py::class_<PyLock>(m, "Lock")
       .def(py::init<const PyClient&, const std::string&, const std::map<std::string, std::string>&>(),
            py::arg("client"), py::arg("key"), py::arg("options"))
-      .def("try_", &PyLock::Try, py::arg("wait_ms"))
-      .def("wait_lost", &PyLock::WaitLost, py::arg("timeout_ms"))
+      .def("try_", &PyLock::Try, py::arg("wait_ms"), py::arg("mark") = py::none())
+      .def("wait_lost", &PyLock::WaitLost, py::arg("timeout_ms"), py::arg("mark") = py::none())
+      .def("cancel_mark", [](PyLock& l) { return l.lock().cancel_mark(); })
       .def("renew", [](PyLock& l) { l.Call(&dlock::Lock::Renew); })
       .def("release", [](PyLock& l) { l.Call(&dlock::Lock::Release); })
       .def("rollback", [](PyLock& l) { l.Call(&dlock::Lock::Rollback); })

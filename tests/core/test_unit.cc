@@ -3,11 +3,13 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "dlock/core.hpp"
 #include "options.h"
+#include "url_secret.h"
 
 using dlock::ClientOptions;
 using dlock::Code;
@@ -257,6 +259,148 @@ TEST_CASE("URL: an unencoded '/', '?' or '#' in the password is named as such") 
   CHECK(s.message().find("empty host") != std::string::npos);
   CHECK(dlock::ParseUrl("mysql://u@[::1]:3307/d", &o).ok());
   CHECK(o.host == "::1");
+}
+
+TEST_CASE("URL typos that put the password where messages show it are refused, and say why") {
+  EnvPassword env(nullptr);
+  const std::string pw = "S3cr3tPw";
+  struct Case {
+    std::string url, says;
+  };
+  const std::vector<Case> cases = {
+      {"mysql://app:" + pw + "127.0.0.1:3306/db", "host contains ':'"},  // the '@' forgotten
+      {"mysql://app:" + pw + ":3306/db", "host contains ':'"},           // the host forgotten
+      {"mysql://app:" + pw + "db.example.com:3306/db", "host contains ':'"},
+      {"mysql://::1/db", "brackets"},                                    // a bare IPv6 address
+      {"mysql:///app:" + pw + "@127.0.0.1/db", "right after mysql://"},
+      {"mysql:///app:" + pw + "@127.0.0.1:3306", "right after mysql://"},
+      {"mysql:///app:" + pw, "contains ':'"},
+      {"mysql://app@" + pw + "@127.0.0.1/db", "user name contains '@'"},
+      {"mysql://app@127.0.0.1/db?password:" + pw, "not a URL option"},
+      {"mysql://app@127.0.0.1/db?password=" + pw, "not a URL option"},
+      {"mysql://app@127.0.0.1/db?pool=2&Passwd=" + pw, "not a URL option"},
+      {"mysql://app@127.0.0.1/db?pwd%3D" + pw, "not a URL option"},
+      {"mysql://app@127.0.0.1/db?" + pw, "has no '='"},
+      {"mysql://app@127.0.0.1/db?x:" + pw + "=1", "not one of dlock's"},
+  };
+  for (const Case& c : cases) {
+    ClientOptions o;
+    Status s = dlock::ParseUrl(c.url, &o);
+    INFO("url: ", c.url, " -> ", s.message());
+    CHECK(s.code() == Code::kInvalid);
+    CHECK(s.message().find(c.says) != std::string::npos);
+    CHECK(dtest::UrlSecretLeak(c.url, pw) == "");
+    std::shared_ptr<dlock::Client> client;
+    Status cs = dlock::Client::Open(c.url, Config(), &client);
+    CHECK(cs.code() == Code::kInvalid);
+    CHECK(dtest::SecretPieceIn(cs.message(), pw) == "");
+  }
+  // What stays accepted: IPv6 in brackets, a raw '@' in the password (the
+  // last '@' ends it) or in the database after a host, an option's name.
+  ClientOptions o;
+  CHECK(dlock::ParseUrl("mysql://u@[::1]:3307/d", &o).ok());
+  CHECK(dlock::ParseUrl("mysql://u:p@w@h/d", &o).ok());
+  CHECK(o.password == "p@w");
+  CHECK(dlock::ParseUrl("mysql://h/d@x", &o).ok());
+  CHECK(dlock::ParseUrl("mysql:///d%3Ax", &o).ok());
+  CHECK(o.database == "d:x");
+  Status s = dlock::ParseUrl("mysql://h/d?pool", &o);
+  CHECK(s.message().find("'pool' has no value") != std::string::npos);
+  s = dlock::ParseUrl("mysql://h/d?pol=2", &o);
+  CHECK(s.message().find("unknown URL option 'pol'") != std::string::npos);
+  // The checker itself sees a leak where there is one.
+  CHECK(dtest::UrlSecretLeak("mysql://" + pw + "@h/d", pw).find("user") != std::string::npos);
+  CHECK(dtest::UrlSecretLeak("mysql://u@h/" + pw, pw).find("database") != std::string::npos);
+  CHECK(dtest::SecretPieceIn("x" + pw.substr(2, 5) + "y", pw) == pw.substr(2, 5));
+}
+
+namespace {
+
+// A URL with a random password and one or two of the typos people make
+// around it; the password is at the start of one of the typos' results.
+struct TypoUrl {
+  std::string url, secret, typos;
+};
+
+TypoUrl MakeTypoUrl(std::mt19937& rng) {
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  static const std::string kFirst = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+  static const std::string kRest = kFirst + "0123456789!$*-_.~+,;=";
+  std::string secret(1, kFirst[pick(kFirst.size())]);
+  for (size_t n = 7 + pick(10); secret.size() < n;) secret.push_back(kRest[pick(kRest.size())]);
+
+  static const char* const kUsers[] = {"app", "root", "svc_lock", "u"};
+  static const char* const kHosts[] = {"127.0.0.1", "db.example.com", "localhost", "[::1]",
+                                       "[2001:db8::5]", "h"};
+  static const char* const kPorts[] = {"", ":3306", ":13306"};
+  static const char* const kDbs[] = {"/app", "/test", "/my_db"};
+  static const char* const kQueries[] = {"", "?pool=4", "?ssl_mode=require&pool=2"};
+  std::string user = kUsers[pick(4)], host = kHosts[pick(6)], port = kPorts[pick(3)];
+  std::string db = kDbs[pick(3)], query = kQueries[pick(3)], scheme = "mysql://";
+  std::string pw = secret, typos;
+
+  // An unencoded special byte inside the password. (Not '@' together with
+  // a forgotten '@' below: "pw@rest" + "host" gives the host "resthost", a
+  // well-formed name no parser can tell from a real one.)
+  bool raw_at = false;
+  if (pick(3) == 0) {
+    static const char kSpecial[] = "/?#%@: ";
+    char c = kSpecial[pick(sizeof kSpecial - 1)];
+    raw_at = c == '@';
+    pw.insert(1 + pick(pw.size() - 1), 1, c);
+    typos += std::string("raw '") + c + "' ";
+  }
+  std::string sep = ":", at = "@";
+  switch (pick(11)) {
+    case 0: typos += "none"; break;
+    case 1:
+      if (!raw_at) at = "", typos += "no '@'";
+      break;
+    case 2: host = "", typos += "no host"; break;
+    case 3:
+      if (!raw_at) host = "", at = "", typos += "no host, no '@'";
+      break;
+    case 4: scheme = "mysql:///", typos += "'/' before user"; break;
+    case 5: sep = "@", typos += "'@' for ':'"; break;
+    case 6: at = "@@", typos += "'@@'"; break;
+    case 7: {
+      static const char* const kQ[] = {"?password:", "?password=", "?pass=", "?pwd:", "?Password=",
+                                       "?pw%3D", "?pool=2&password=", "?"};
+      size_t q = pick(8);
+      return {scheme + user + "@" + host + port + db + kQ[q] + pw, secret,
+              typos + "password in the query " + kQ[q]};
+    }
+    case 8: {
+      static const char* const kS[] = {"mysql:/", "mysql:", "mysq://", "http://", "mysql:////",
+                                       "mysql:\\\\"};
+      scheme = kS[pick(6)], typos += "scheme " + scheme;
+      break;
+    }
+    case 9: db = db.substr(1), typos += "no '/' before the database"; break;
+    case 10: query = "", db = "", typos += "no database"; break;
+  }
+  return {scheme + user + sep + pw + at + host + port + db + query, secret, typos};
+}
+
+}  // namespace
+
+TEST_CASE("URL: 20,000 typo'd URLs never show their password") {
+  EnvPassword env(nullptr);
+  std::mt19937 rng(20240524u);
+  int refused = 0, leaks = 0;
+  for (int i = 0; i < 20000; ++i) {
+    TypoUrl t = MakeTypoUrl(rng);
+    std::string leak = dtest::UrlSecretLeak(t.url, t.secret);
+    ClientOptions o;
+    if (!dlock::ParseUrl(t.url, &o).ok()) ++refused;
+    if (!leak.empty() && ++leaks <= 20) {
+      INFO("url: ", t.url, " (", t.typos, ")");
+      CHECK_MESSAGE(leak.empty(), leak);
+    }
+  }
+  CHECK(leaks == 0);
+  MESSAGE(refused, " of 20000 refused, ", leaks, " leaked");
+  CHECK(refused > 10000);  // most are typos the parser must catch
 }
 
 TEST_CASE("Messages quote input with control bytes escaped") {

@@ -182,3 +182,144 @@ def test_cancel_from_another_thread(client: dlock.Client, key: str) -> None:
         assert time.monotonic() - t0 < 5
     finally:
         holder.release()
+
+
+# -- cancels that land before the core call (issue 24, 4) ----------------------------
+
+def test_async_cancel_between_the_mark_and_the_core_call(client: dlock.Client, client2: dlock.Client,
+                                                         key: str) -> None:
+    """The task's one cancel lands, deterministically, after the cancel mark
+    and before the pool thread enters the core: the gap in which a plain
+    Try never saw it and the task waited its whole 8 s."""
+    from dlock import _client
+
+    holder = client2.lock(key, ttl=60)
+    holder.acquire()
+    waiter = client.alock(key, wait=8)
+    in_gap = threading.Event()
+    problem: list = []
+
+    def hook(lock: dlock.Lock, mark: int) -> None:
+        if lock is not waiter.lock:
+            return
+        in_gap.set()
+        # Stay here until the task's cancel has been sent (the mark moves on).
+        deadline = time.monotonic() + 5
+        while lock._core.cancel_mark() == mark:
+            if time.monotonic() > deadline:
+                problem.append("no cancel was sent within 5 s")
+                return
+            time.sleep(0.001)
+
+    async def main() -> float:
+        task = asyncio.create_task(waiter.acquire())
+        deadline = time.monotonic() + 5
+        while not in_gap.is_set():
+            assert time.monotonic() < deadline, "the pool thread never reached the gap"
+            await asyncio.sleep(0.001)
+        t0 = time.monotonic()
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=6)
+        assert done, "the cancelled acquire is still waiting after 6 s: its cancel was lost"
+        with pytest.raises(asyncio.CancelledError):
+            task.result()
+        return time.monotonic() - t0
+
+    _client._acquire_gap_hook = hook
+    try:
+        took = asyncio.run(main())
+    finally:
+        _client._acquire_gap_hook = None
+        holder.release()
+    assert problem == []
+    assert took < 1.0, took
+    assert not waiter.held
+
+
+def test_async_cancels_at_varied_points_all_end_promptly(client: dlock.Client, client2: dlock.Client,
+                                                         key: str) -> None:
+    """300 tasks waiting up to 8 s for a held key, each cancelled at another
+    moment (before its pool thread starts, around the inline first attempt,
+    in the server wait): every one ends within 1 s, none holds."""
+    import random
+
+    holder = client2.lock(key, ttl=120)
+    holder.acquire()
+    waiter = client.alock(key, wait=8)
+    rnd = random.Random(24)
+    slowest = 0.0
+    slow = []
+
+    async def main() -> None:
+        nonlocal slowest
+        for i in range(300):
+            task = asyncio.create_task(waiter.acquire())
+            pick = rnd.random()
+            if pick < 0.2:
+                for _ in range(rnd.randrange(4)):
+                    await asyncio.sleep(0)  # before / as the pool thread picks it up
+            else:
+                await asyncio.sleep(rnd.uniform(0, 0.004 if pick < 0.8 else 0.05))
+            t0 = time.monotonic()
+            task.cancel()
+            done, _ = await asyncio.wait({task}, timeout=3)
+            took = time.monotonic() - t0
+            slowest = max(slowest, took)
+            if not done or took >= 1.0:
+                slow.append((i, round(took, 3)))
+                if not done:
+                    await asyncio.wait({task})  # let it finish before the next
+            elif not task.cancelled():
+                assert task.result() is False, (i, "acquired a held key")
+            assert not waiter.held, i
+
+    try:
+        asyncio.run(main())
+    finally:
+        holder.release()
+    assert slow == [], f"cancels that took >= 1 s (run, seconds): {slow}; slowest {slowest:.3f} s"
+
+
+_SIGINT_MANY_CHILD = """
+import os, random, signal, sys, threading, time
+import dlock
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
+client = dlock.connect(sys.argv[1])
+lock = client.lock(sys.argv[2], ttl=60)
+rnd = random.Random(17)
+times = []
+for i in range(int(sys.argv[3])):
+    delay = rnd.uniform(0, 0.004)
+    sender = threading.Thread(target=lambda: (time.sleep(delay), os.kill(os.getpid(), signal.SIGINT)))
+    t0 = time.monotonic()
+    try:
+        sender.start()
+        got = lock.acquire(timeout=8)
+        print("acquired?!" if got else "timed out", i, flush=True)
+        break
+    except KeyboardInterrupt:
+        times.append(time.monotonic() - t0 - delay)
+    sender.join()
+print("slowest %.3f over %d" % (max(times), len(times)), flush=True)
+"""
+
+
+def test_ctrl_c_at_varied_points_always_interrupts(client2: dlock.Client, db_url: str, key: str) -> None:
+    """Ctrl-C sent 150 times at moments spread over the first 4 ms of an
+    acquire that would wait 8 s: each one ends it (KeyboardInterrupt)
+    promptly, also a signal that comes as the wait starts to listen."""
+    import subprocess
+    import sys
+
+    holder = client2.lock(key, ttl=120)
+    holder.acquire()
+    try:
+        out = subprocess.run([sys.executable, "-c", _SIGINT_MANY_CHILD, db_url, key, "150"],
+                             capture_output=True, text=True, timeout=300)
+    finally:
+        holder.release()
+    assert out.returncode == 0, out.stderr[-2000:]
+    last = out.stdout.strip().splitlines()[-1]
+    assert last.startswith("slowest") and last.endswith("over 150"), out.stdout
+    assert float(last.split()[1]) < 1.0, last

@@ -27,7 +27,7 @@ from dlock_test_util import wait_until
 def test_acquire_without_arguments_blocks_like_threading(client: dlock.Client, key: str) -> None:
     holder = client.lock(key, ttl=30)
     assert holder.acquire() is not False and holder.locked()
-    waiter = client.lock(key, ttl=30, wait=0.2)  # wait= is for `with`, not acquire()
+    waiter = client.lock(key, ttl=30)  # made without wait=: acquire() has no limit
     got = []
 
     def wait_for_it() -> None:
@@ -38,7 +38,7 @@ def test_acquire_without_arguments_blocks_like_threading(client: dlock.Client, k
     t = threading.Thread(target=wait_for_it)
     t.start()
     wait_until(lambda: client.counters()["statements"] > 0, what="the waiter to start")
-    time.sleep(0.6)  # the point of the test: longer than the lock's wait, and it keeps waiting
+    time.sleep(3.5)  # the point of the test: longer than `with`'s default wait, and it keeps waiting
     assert got == [] and t.is_alive()
     released_at = time.monotonic()
     holder.release()
@@ -46,6 +46,34 @@ def test_acquire_without_arguments_blocks_like_threading(client: dlock.Client, k
     assert len(got) == 1 and got[0][0] == True  # noqa: E712 - equals True, like threading's
     assert got[0][1] >= released_at and got[0][2]
     assert not waiter.locked() and not holder.locked()
+
+
+@pytest.mark.parametrize("make", ["lock", "row_lock"])
+def test_acquire_without_a_timeout_waits_the_locks_wait(client: dlock.Client, client2: dlock.Client,
+                                                        key: str, make: str) -> None:
+    """A lock made with wait= waits that long in acquire() too (issue 17.6);
+    an explicit timeout wins over it."""
+    holder = getattr(client2, make)(key)
+    assert holder.acquire(blocking=False)
+    try:
+        waiter = getattr(client, make)(key, wait=0.3)
+        t0 = time.monotonic()
+        assert waiter.acquire() == False  # noqa: E712
+        took = time.monotonic() - t0
+        assert 0.3 <= took < 5, took
+        t0 = time.monotonic()
+        assert waiter.acquire(timeout=0.6) == False  # noqa: E712
+        assert time.monotonic() - t0 >= 0.6
+        assert waiter.acquire(timeout=None) == False  # noqa: E712 - None: no timeout given
+        assert not waiter.locked()
+        with pytest.raises(dlock.LockTimeout, match=r"within 0\.3 s"):
+            with waiter.acquire():
+                pass  # pragma: no cover
+    finally:
+        holder.release()
+    # Free: taken at once, with or without the lock's wait.
+    assert waiter.acquire() and waiter.locked()
+    waiter.release()
 
 
 def test_acquire_blocking_and_timeout(client: dlock.Client, client2: dlock.Client, key: str) -> None:
@@ -205,8 +233,72 @@ def test_client_works_in_a_forked_child(client: dlock.Client, key: str) -> None:
 
 # -- logging, URLs, options ------------------------------------------------------------
 
+def _records(caplog: pytest.LogCaptureFixture, key: str, etype: dlock.EventType) -> list:
+    return [r for r in caplog.records if r.name == "dlock" and getattr(r, "dlock_event", None) is not None
+            and r.dlock_event.type == etype and r.dlock_event.key == key]
+
+
+def test_a_lost_lease_reaches_the_dlock_logger_by_default(db_url: str, key: str, sql,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 17.7: no opt-in needed; the record carries the event; the
+    package adds no handler and no thread per client; next_event()/events()
+    still see the event."""
+    caplog.set_level(logging.WARNING, logger="dlock")
+    clients = [dlock.connect(db_url) for _ in range(3)]
+    c = clients[0]
+    lk = c.lock(key, ttl=1)
+    lk.acquire()
+    token = lk.token
+    sql(f"DELETE FROM distributed_lock WHERE lock_key = '{key}'")  # taken from under it
+    wait_until(lambda: _records(caplog, key, dlock.EventType.LOST), timeout=10,
+               what="the loss in the dlock log")
+    rec = _records(caplog, key, dlock.EventType.LOST)[0]
+    assert rec.levelno >= logging.WARNING
+    assert rec.dlock_event.token == token and rec.dlock_event.severity == dlock.Severity.CRITICAL
+    assert key in rec.getMessage()
+    assert all(isinstance(h, logging.NullHandler) for h in logging.getLogger("dlock").handlers)
+    pumps = [t for t in threading.enumerate() if t.name == "dlock-events"]
+    assert len(pumps) == 1 and pumps[0].daemon, pumps  # one for the package, not one per client
+    assert any(e.type == dlock.EventType.LOST and e.key == key for e in c.events())  # logged, not taken
+    with pytest.raises(dlock.LockLost):
+        lk.release()
+    for x in clients:
+        x.close()
+
+
+def test_log_events_false_keeps_them_off_the_logger(db_url: str, key: str, sql,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="dlock")
+    c = dlock.connect(db_url, log_events=False)
+    lk = c.lock(key, ttl=1)
+    lk.acquire()
+    sql(f"DELETE FROM distributed_lock WHERE lock_key = '{key}'")
+    got: list = []
+    wait_until(lambda: got.extend(c.events(timeout=0.1)) or any(e.type == dlock.EventType.LOST for e in got),
+               timeout=10, what="the loss in the client's events")
+    # Read from the core's queue by events(): a pump would have logged it
+    # before taking it off that queue.
+    assert _records(caplog, key, dlock.EventType.LOST) == []
+    with pytest.raises(dlock.LockLost):
+        lk.release()
+    c.close()
+
+
+def test_renewal_retries_are_logged_at_warning(caplog: pytest.LogCaptureFixture) -> None:
+    # A transient renewal failure needs a server that fails on cue; the
+    # level is the pump's mapping, checked here on the event it would log.
+    from dlock import _client
+
+    caplog.set_level(logging.DEBUG, logger="dlock")
+    ev = dlock.Event(dlock.EventType.RENEW_RETRY, dlock.Severity.WARNING, time.time(), 7, "k", "o",
+                     "renewal failed, retrying until the lease runs out")
+    _client._log_event(ev)
+    rec = caplog.records[-1]
+    assert rec.name == "dlock" and rec.levelno == logging.WARNING and rec.dlock_event is ev
+
+
 def test_events_go_to_the_dlock_logger(db_url: str, key: str, caplog: pytest.LogCaptureFixture) -> None:
-    c = dlock.connect(db_url, log_events=True)
+    c = dlock.connect(db_url)  # the default
     caplog.set_level(logging.DEBUG, logger="dlock")
     lk = c.lock(key, ttl=0.5, max_hold=1.0)
     lk.acquire()

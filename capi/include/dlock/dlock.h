@@ -182,8 +182,14 @@ typedef struct dlock_client dlock_client;
 /* Opens a client from
  *   mysql://user[:password]@host[:port]/database[?socket=..&pool=..&...]
  * (percent-decoded; the password may instead come from the environment
- * variable DLOCK_PASSWORD). Connects once to check the server (reachable,
- * writable, not a replica) and creates the lock tables if missing.
+ * variable DLOCK_PASSWORD). A URL error never quotes the user:password@host
+ * part: it says what is wrong. Shapes that would put a password where
+ * messages show it are refused (DLOCK_E_INVALID): a host with a ':' outside
+ * [brackets] (the '@' forgotten), a user name with a raw '@', a raw ':' in
+ * the database, an '@' after mysql:///, a password= URL option. Write such
+ * characters in a user name or database %-encoded (%3A, %40). Connects once
+ * to check the server (reachable, writable, not a replica) and creates the
+ * lock tables if missing.
  * cfg may be NULL.
  * Thread safety: a client is safe to use from many threads at once.
  * Ownership: the caller closes it with dlock_client_close after closing every
