@@ -15,7 +15,8 @@
 // the password replaced by another (the hex digits of a %-escape kept, so
 // the escapes stay what they were). Nothing the user is shown — the error
 // message, or on success where the client connects (Where(), used in every
-// later message) — may change: if it does, some of the password reached it.
+// later message), the user name and the text options — may change: if it
+// does, some of the password reached it.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -53,7 +54,7 @@ std::string Field(const std::string& in, int i, const char* drop, const char* de
 
 struct Seen {
   dlock::Code code;
-  std::string shown;  // the message, or Where() on success
+  std::string shown;  // the message, or on success Where() and the other shown parts
 };
 
 Seen Parse(const std::string& url) {
@@ -69,10 +70,13 @@ Seen Parse(const std::string& url) {
   }
   const std::string where = o.Where();
   FUZZ_CHECK(dlock_fuzz::OneLine(where), "Where() not one line: %s", dlock_fuzz::Show(where).c_str());
+  // What else reaches a user: the user name (the server quotes it back in
+  // "Access denied for user ..."), and text options that messages may name.
   FUZZ_CHECK(o.pool >= 1 && o.pool <= 1024 && o.port >= 1 && o.port <= 65535 && !o.database.empty(),
              "accepted options out of range: pool %d port %u for %s", o.pool, o.port,
              dlock_fuzz::Show(url).c_str());
-  return {s.code(), where};
+  return {s.code(), where + " | user " + o.user + " | ssl_ca " + o.ssl_ca + " | tables " + o.table +
+                       " " + o.row_table};
 }
 
 }  // namespace
