@@ -6,7 +6,7 @@
 #      idle-connection and overload tests, and the fuzz corpora replayed)
 #   2. the core built by clang with -Wthread-safety; the core's tests again
 #      under ASan+UBSan, then under TSan; the fuzz targets under libFuzzer
-#      (clang, ASan+UBSan) for 10 s each
+#      (clang, ASan+UBSan) for 8 s each
 #   3. Python: pytest (after pip-installing the package into a venv)
 #   4. Go: go vet + go test -race; Java: mvn test on JDK 17 and 25, with the
 #      interop test across C, Java, Go and Python on one table
@@ -62,10 +62,11 @@ if [ -z "${DLOCK_TEST_QUICK:-}" ]; then
 fi
 
 # libFuzzer needs clang: its own build of the core and the five targets,
-# each fuzzed for DLOCK_FUZZ_SECONDS (10); scripts/fuzz.sh runs them longer.
+# each fuzzed for DLOCK_FUZZ_SECONDS (8: about 50 s for the five with their
+# start-up); scripts/fuzz.sh runs them longer.
 section "fuzzers (libFuzzer, clang-14, ASan+UBSan)"
 if CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DBUILD_TESTING=ON -DDLOCK_FUZZ=ON \
-     -DDLOCK_FUZZ_SECONDS="${DLOCK_FUZZ_SECONDS:-10}" >/dev/null &&
+     -DDLOCK_FUZZ_SECONDS="${DLOCK_FUZZ_SECONDS:-8}" >/dev/null &&
    cmake --build build-fuzz -j "$jobs" --target fuzzers; then
   run_ctest build-fuzz -R '^fuzz_[a-z]+$'
 else
