@@ -1,60 +1,113 @@
 // The operator's commands: list, release --force, init, cleanup (doctor is in
-// doctor.cc). list and release read the lock tables over a connection of
-// their own (the core has no such calls); every statement is prepared, with
-// the key as a parameter and table names only from the validated options.
-#include <mysqld_error.h>
-
+// doctor.cc), all through the core's public API (dlock/admin.hpp, core.hpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "client_impl.h"  // SchemaTables: the DDL the core creates
 #include "commands.h"
-#include "conn.h"
-#include "direct.h"
+#include "dlock/admin.hpp"
 #include "duration.h"
 #include "exit_codes.h"
-#include "options.h"
+#include "say.h"
 
 namespace dlock_cli {
 
-using dlock::Conn;
-using dlock::ExecResult;
-using dlock::Param;
 using dlock::Status;
 
 namespace {
 
-// LIKE pattern matching the keys that start with prefix.
-std::string PrefixPattern(const std::string& prefix) {
-  std::string p;
-  for (char c : prefix) {
-    if (c == '%' || c == '_' || c == '\\') p.push_back('\\');
-    p.push_back(c);
-  }
-  return p + "%";
-}
-
-struct Held {
-  std::string key, owner;
-  uint64_t token = 0;
-  int64_t held_us = 0, expires_us = 0;
-};
-
 double Seconds(int64_t us) { return std::round(static_cast<double>(us) / 1000.0) / 1000.0; }
 
-}  // namespace
-
-int Fail(int code, const std::string& msg) {
-  std::fprintf(stderr, "dlock: %s\n", msg.c_str());
-  return code;
+std::string Hex(const std::string& bytes) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 15]);
+  }
+  return out;
 }
+
+bool IsUtf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t n;
+    uint32_t cp;
+    if ((c & 0xe0) == 0xc0) {
+      n = 1;
+      cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      n = 2;
+      cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      n = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + n >= s.size()) return false;
+    for (size_t k = 1; k <= n; ++k) {
+      const unsigned char b = static_cast<unsigned char>(s[i + k]);
+      if ((b & 0xc0) != 0x80) return false;
+      cp = cp << 6 | (b & 0x3f);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+      return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+// Printable in a terminal: control bytes (and every byte >= 0x80 when the
+// key is not UTF-8) as \xNN, cut at 80 bytes.
+std::string Shown(const std::string& key) {
+  static const char kDigits[] = "0123456789abcdef";
+  const bool utf8 = IsUtf8(key);
+  std::string out;
+  for (unsigned char c : key) {
+    if (out.size() >= 80) return out + "...";
+    if (c < 0x20 || c == 0x7f || c == '\\' || c == '\'' || (c >= 0x80 && !utf8)) {
+      out += "\\x";
+      out.push_back(kDigits[c >> 4]);
+      out.push_back(kDigits[c & 15]);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
+int OpenAdmin(const std::string& url, std::unique_ptr<dlock::Admin>* admin) {
+  Status s = dlock::Admin::Open(url, admin);
+  return s.ok() ? -1 : Fail(kExitUnavailable, s.message());
+}
+
+nlohmann::json LeaseJson(const dlock::LeaseInfo& l) {
+  nlohmann::json key = nullptr;
+  if (IsUtf8(l.key)) key = l.key;
+  return {{"key", key},
+          {"key_hex", Hex(l.key)},
+          {"owner", l.owner},
+          {"host", l.host},
+          {"pid", l.pid},
+          {"token", l.token},
+          {"revoked", l.revoked},
+          {"held_for_s", Seconds(l.held_for_us)},
+          {"expires_in_s", Seconds(l.expires_in_us)}};
+}
+
+}  // namespace
 
 int ExitFor(const Status& s) {
   switch (s.code()) {
@@ -66,128 +119,80 @@ int ExitFor(const Status& s) {
 }
 
 int CmdList(const std::string& url, const std::string& prefix, bool json) {
-  dlock::ClientOptions o;
-  std::unique_ptr<Conn> conn;
-  Status s = Connect(url, &o, &conn);
+  std::unique_ptr<dlock::Admin> admin;
+  if (int rc = OpenAdmin(url, &admin); rc >= 0) return rc;
+  std::vector<dlock::LeaseInfo> leases;
+  bool table_exists = true;
+  Status s = admin->ListLeases(prefix, &leases, &table_exists);
   if (!s.ok()) return Fail(kExitUnavailable, s.message());
-  const std::string now = "UTC_TIMESTAMP(6)";
-  ExecResult r;
-  s = conn->Exec("SELECT lock_key, owner, fence, TIMESTAMPDIFF(MICROSECOND, create_time, " + now +
-                     "), TIMESTAMPDIFF(MICROSECOND, " + now + ", expire_time) FROM " + Q(o.table) +
-                     " WHERE owner <> '' AND expire_time >= " + now +
-                     " AND lock_key LIKE ? ORDER BY lock_key",
-                 {Param::Bytes(PrefixPattern(prefix))}, &r, false);
-  if (!s.ok() && s.server_errno() == ER_NO_SUCH_TABLE) {
-    std::fprintf(stderr, "dlock: table %s does not exist yet (dlock init creates it)\n", o.table.c_str());
-    r.rows.clear();
-  } else if (!s.ok()) {
-    return Fail(kExitUnavailable, s.message());
-  }
-  std::vector<Held> held;
-  for (const auto& row : r.rows) {
-    Held h;
-    h.key = row[0].value_or("");
-    h.owner = row[1].value_or("");
-    h.token = static_cast<uint64_t>(std::strtoull(row[2].value_or("0").c_str(), nullptr, 10));
-    h.held_us = ToInt(row[3]);
-    h.expires_us = ToInt(row[4]);
-    held.push_back(std::move(h));
-  }
+  if (!table_exists) Say("table " + admin->lease_table() + " does not exist yet (dlock init creates it)");
   if (json) {
     nlohmann::json out = nlohmann::json::array();
-    for (const Held& h : held)
-      out.push_back({{"key", h.key},
-                     {"owner", h.owner},
-                     {"token", h.token},
-                     {"held_for_s", Seconds(h.held_us)},
-                     {"expires_in_s", Seconds(h.expires_us)}});
-    // Keys are bytes: anything that is not UTF-8 shows as U+FFFD.
+    for (const auto& l : leases) out.push_back(LeaseJson(l));
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return kExitOk;
   }
-  if (held.empty()) {
-    std::printf("no locks held%s\n", prefix.empty() ? "" : (" under '" + dlock::QuoteKey(prefix) + "'").c_str());
-    return kExitOk;
+  if (leases.empty()) {
+    std::printf("no locks held%s\n", prefix.empty() ? "" : (" under '" + Shown(prefix) + "'").c_str());
+  } else {
+    size_t kw = 3, ow = 5;
+    for (const auto& l : leases) {
+      kw = std::max(kw, Shown(l.key).size());
+      ow = std::max(ow, l.revoked ? 9 : l.owner.size());
+    }
+    std::printf("%-*s  %-*s  %7s  %9s  %10s\n", static_cast<int>(kw), "KEY", static_cast<int>(ow),
+                "OWNER", "TOKEN", "HELD FOR", "EXPIRES IN");
+    for (const auto& l : leases)
+      std::printf("%-*s  %-*s  %7llu  %9s  %10s\n", static_cast<int>(kw), Shown(l.key).c_str(),
+                  static_cast<int>(ow), l.revoked ? "(revoked)" : l.owner.c_str(),
+                  static_cast<unsigned long long>(l.token), FormatDuration(l.held_for_us / 1000).c_str(),
+                  FormatDuration(l.expires_in_us / 1000).c_str());
   }
-  size_t kw = 3, ow = 5;
-  for (const Held& h : held) {
-    kw = std::max(kw, dlock::QuoteKey(h.key).size());
-    ow = std::max(ow, h.owner.size());
-  }
-  std::printf("%-*s  %-*s  %7s  %9s  %10s\n", static_cast<int>(kw), "KEY", static_cast<int>(ow), "OWNER",
-              "TOKEN", "HELD FOR", "EXPIRES IN");
-  for (const Held& h : held)
-    std::printf("%-*s  %-*s  %7llu  %9s  %10s\n", static_cast<int>(kw), dlock::QuoteKey(h.key).c_str(),
-                static_cast<int>(ow), h.owner.c_str(), static_cast<unsigned long long>(h.token),
-                FormatDuration(h.held_us / 1000).c_str(), FormatDuration(h.expires_us / 1000).c_str());
+  std::printf("(row locks are not listed: see dlock list --help)\n");
   return kExitOk;
 }
 
 int CmdRelease(const std::string& url, const std::string& key) {
-  Status s = dlock::ValidateKey(key);
-  if (!s.ok()) return Fail(kExitUsage, s.message());
-  dlock::ClientOptions o;
-  std::unique_ptr<Conn> conn;
-  s = Connect(url, &o, &conn);
+  std::unique_ptr<dlock::Admin> admin;
+  if (int rc = OpenAdmin(url, &admin); rc >= 0) return rc;
+  dlock::LeaseInfo l;
+  bool was_held = false;
+  Status s = admin->Revoke(key, &l, &was_held);
+  if (s.code() == dlock::Code::kInvalid) return Fail(kExitUsage, s.message());
   if (!s.ok()) return Fail(kExitUnavailable, s.message());
-  const std::string now = "UTC_TIMESTAMP(6)";
-  ExecResult r;
-  // Read and free the row in one transaction, so what is printed is exactly
-  // what was removed. The row is freed in place as a release does: its
-  // fencing counter stays, and the holder's next renewal finds it lost.
-  s = conn->Query("START TRANSACTION");
-  if (s.ok())
-    s = conn->Exec("SELECT owner, fence, TIMESTAMPDIFF(MICROSECOND, create_time, " + now +
-                       "), TIMESTAMPDIFF(MICROSECOND, " + now + ", expire_time) FROM " + Q(o.table) +
-                       " WHERE lock_key = ? FOR UPDATE",
-                   {Param::Bytes(key)}, &r, false);
-  if (!s.ok()) {
-    if (!conn->broken()) (void)conn->Query("ROLLBACK");
-    return Fail(kExitUnavailable, s.message());
-  }
-  if (r.rows.empty() || r.rows[0][0].value_or("").empty() || ToInt(r.rows[0][3]) < 0) {
-    (void)conn->Query("ROLLBACK");
-    std::printf("'%s' is not held; nothing removed\n", dlock::QuoteKey(key).c_str());
+  if (!was_held) {
+    if (l.revoked && l.expires_in_us >= 0)
+      std::printf("'%s' is already revoked (token %llu); free in %s\n", Shown(key).c_str(),
+                  static_cast<unsigned long long>(l.token), FormatDuration(l.expires_in_us / 1000).c_str());
+    else
+      std::printf("'%s' is not held; nothing removed\n", Shown(key).c_str());
     return kExitFailed;
   }
-  const std::string owner = *r.rows[0][0];
-  const std::string token = r.rows[0][1].value_or("0");
-  const int64_t held_us = ToInt(r.rows[0][2]), left_us = ToInt(r.rows[0][3]);
-  s = conn->Exec("UPDATE " + Q(o.table) +
-                     " SET owner = '', expire_time = '1970-01-01 00:00:00' WHERE lock_key = ? AND owner = ?",
-                 {Param::Bytes(key), Param::Bytes(owner)}, &r, false);
-  if (s.ok()) s = conn->Query("COMMIT");
-  if (!s.ok()) {
-    if (!conn->broken()) (void)conn->Query("ROLLBACK");
-    return Fail(kExitUnavailable, s.message());
-  }
-  std::printf("released '%s': owner %s, token %s, held for %s, %s left on its lease\n",
-              dlock::QuoteKey(key).c_str(), owner.c_str(), token.c_str(),
-              FormatDuration(held_us / 1000).c_str(), FormatDuration(left_us / 1000).c_str());
+  std::printf("revoked '%s': owner %s, token %llu, held for %s; another owner can take it in %s, "
+              "when the revoked lease ends (its holder finds the lock lost at its next renewal; "
+              "a `dlock run` holder has stopped its command by then)\n",
+              Shown(key).c_str(), l.owner.c_str(), static_cast<unsigned long long>(l.token),
+              FormatDuration(l.held_for_us / 1000).c_str(), FormatDuration(l.expires_in_us / 1000).c_str());
   return kExitOk;
 }
 
 int CmdInit(const std::string& url, bool print_sql) {
   if (print_sql) {
-    dlock::ClientOptions o;
-    if (!url.empty()) {
-      Status s = dlock::ParseUrl(url, &o);
-      if (!s.ok()) return Fail(kExitUnavailable, s.message());
-    }
-    std::printf("-- dlock schema (tables %s, %s_fence, %s); run as a user with CREATE, then grant\n"
+    dlock::SchemaSql sql;
+    Status s = dlock::DescribeSchema(url, &sql);
+    if (!s.ok()) return Fail(kExitUnavailable, s.message());
+    std::printf("-- dlock schema (tables %s, %s, %s); run as a user with CREATE, then grant\n"
                 "-- SELECT, INSERT, UPDATE, DELETE on them to the application's user.\n",
-                o.table.c_str(), o.table.c_str(), o.row_table.c_str());
-    for (const auto& t : dlock::SchemaTables(o)) std::printf("%s;\n", t.ddl.c_str());
-    std::printf("%s;\n", dlock::SchemaSeedSql(o).c_str());
+                sql.lease_table.c_str(), sql.fence_table.c_str(), sql.row_table.c_str());
+    for (const auto& st : sql.statements) std::printf("%s;\n", st.c_str());
     return kExitOk;
   }
-  if (url.empty()) return Fail(kExitUsage, "no database URL: pass --url or set DLOCK_URL");
-  std::shared_ptr<dlock::Client> client;
-  Status s = dlock::Client::Open(url, dlock::Config(), &client);
+  std::unique_ptr<dlock::Admin> admin;
+  if (int rc = OpenAdmin(url, &admin); rc >= 0) return rc;
+  Status s = admin->CreateSchema();
   if (!s.ok()) return Fail(kExitUnavailable, s.message());
-  const auto& o = client->impl()->options();
-  std::printf("schema ready on %s: tables %s, %s_fence, %s\n", o.Where().c_str(), o.table.c_str(),
-              o.table.c_str(), o.row_table.c_str());
+  std::printf("schema ready on %s: tables %s, %s_fence, %s\n", admin->where().c_str(),
+              admin->lease_table().c_str(), admin->lease_table().c_str(), admin->row_table().c_str());
   return kExitOk;
 }
 

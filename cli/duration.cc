@@ -4,45 +4,74 @@
 
 namespace dlock_cli {
 
+namespace {
+
+struct Unit {
+  const char* name;
+  int64_t ms;
+};
+// Longest names first, so that "ms" and "min" are not read as "m".
+constexpr Unit kUnits[] = {{"ms", 1}, {"min", 60000}, {"s", 1000}, {"m", 60000},
+                           {"h", 3600000}, {"d", 86400000}};
+
+}  // namespace
+
 bool ParseDuration(const std::string& text, int64_t* ms, std::string* err) {
   auto fail = [&](const char* why) {
     *err = "bad duration '" + text.substr(0, 40) + "': " + why +
-           " (use seconds such as 30 or 0.5, or a unit: 500ms, 30s, 5m, 1h)";
+           " (use seconds such as 30, 0.5 or .5, or units largest first: 500ms, 30s, 1m30s, "
+           "2h, 1d)";
     return false;
   };
+  if (text.empty()) return fail("empty");
   size_t i = 0;
-  // Whole part and optional fraction, digits only: no sign, exponent, inf/nan.
-  uint64_t whole = 0;
-  size_t digits = 0;
-  while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-    if (whole > 1000000000000ULL) return fail("too large");
-    whole = whole * 10 + static_cast<uint64_t>(text[i] - '0');
-    ++i;
-    ++digits;
-  }
-  double frac = 0, scale = 0.1;
-  if (i < text.size() && text[i] == '.') {
-    ++i;
-    size_t fdigits = 0;
+  double total = 0;
+  int64_t last_unit = 0;  // ms of the previous part's unit; 0 before the first
+  while (i < text.size()) {
+    // A number: digits, or digits and a fraction, or a bare fraction (.5).
+    // No sign, exponent, inf or nan.
+    double whole = 0, frac = 0, scale = 0.1;
+    size_t digits = 0;
     while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-      frac += scale * (text[i] - '0');
-      scale /= 10;
+      if (whole > 1e13) return fail("too large");
+      whole = whole * 10 + (text[i] - '0');
       ++i;
-      ++fdigits;
+      ++digits;
     }
-    if (fdigits == 0) return fail("no digits after '.'");
+    if (i < text.size() && text[i] == '.') {
+      ++i;
+      size_t fdigits = 0;
+      while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+        frac += scale * (text[i] - '0');
+        scale /= 10;
+        ++i;
+        ++fdigits;
+      }
+      if (fdigits == 0) return fail("no digits after '.'");
+      digits += fdigits;
+    }
+    if (digits == 0) return fail("not a number");
+    const Unit* unit = nullptr;
+    for (const Unit& u : kUnits) {
+      if (text.compare(i, std::char_traits<char>::length(u.name), u.name) == 0) {
+        unit = &u;
+        break;
+      }
+    }
+    if (unit == nullptr) {
+      if (i == text.size() && last_unit == 0) {  // a plain number: seconds
+        total = (whole + frac) * 1000;
+        break;
+      }
+      return fail(i == text.size() ? "a unit is needed after each number" : "unknown unit");
+    }
+    i += std::char_traits<char>::length(unit->name);
+    if (last_unit != 0 && unit->ms >= last_unit) return fail("units must go from largest to smallest");
+    last_unit = unit->ms;
+    total += (whole + frac) * static_cast<double>(unit->ms);
   }
-  if (digits == 0) return fail("not a number");
-  const std::string unit = text.substr(i);
-  double mult;
-  if (unit.empty() || unit == "s") mult = 1000;
-  else if (unit == "ms") mult = 1;
-  else if (unit == "m" || unit == "min") mult = 60000;
-  else if (unit == "h") mult = 3600000;
-  else return fail("unknown unit");
-  double v = (static_cast<double>(whole) + frac) * mult;
-  if (v > static_cast<double>(kMaxDurationMs)) return fail("longer than 30 days");
-  *ms = static_cast<int64_t>(v + 0.5);
+  if (total > static_cast<double>(kMaxDurationMs)) return fail("longer than 30 days");
+  *ms = static_cast<int64_t>(total + 0.5);
   return true;
 }
 

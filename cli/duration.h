@@ -1,5 +1,5 @@
-// Durations on the command line: plain seconds ("30", "0.5") or a number
-// with a unit ("500ms", "30s", "5m", "1h").
+// Durations on the command line: plain seconds ("30", "0.5", ".5") or
+// numbers with units, largest first ("500ms", "30s", "1m30s", "2h", "1d").
 #ifndef DLOCK_CLI_DURATION_H_
 #define DLOCK_CLI_DURATION_H_
 

@@ -1,19 +1,40 @@
-// `dlock run`: runs a command while holding a lock, like flock(1) across hosts.
+// `dlock run`: runs a command while holding a lock, like flock(1) across
+// hosts. Four steps: Acquire, Start, Supervise, Finish.
 //
-// Threads and signals: every signal dlock cares about is blocked in all
-// threads before the first thread starts, and only the main thread takes them,
-// with sigtimedwait(). The core's threads, the acquiring thread and the
-// watching thread never see a signal; they wake the main thread with a
-// real-time signal (kill to our own pid). The child is started with fork +
-// execve from the main thread; between the two it calls only
-// async-signal-safe functions (the process has threads).
-#include <fcntl.h>
+// Processes. Before anything else dlock forks the guard (guard.h), while it
+// has one thread and no connection. Once the lock is held, the guard starts
+// CMD and is the subreaper of CMD's whole tree; it kills that tree when
+// dlock tells it to, when dlock dies (even by SIGKILL), and when the kill
+// deadline dlock last gave it passes (dlock stopped or starved). dlock
+// itself is a subreaper too, for the case that the guard dies alone.
+//
+// Time. A lease can expire at the earliest at D = the send time of the last
+// renewal that succeeded + ttl, by this host's clock (MARIADB.md: the
+// server's expiry is later). The whole tree must be dead before D, so that a
+// host that takes over after the lease has never overlapped it:
+//   - when renewals fail, SIGTERM goes out at D - grace - margin and SIGKILL
+//     at D - margin (margin: SafetyMarginMs);
+//   - when the lock is lost or --max-hold runs out, SIGTERM goes out at once
+//     and SIGKILL after --grace, but never later than D - margin;
+//   - the guard kills the tree at D - margin by itself if dlock does not
+//     move that deadline (renewals keep moving D).
+// --grace + margin fit in half the ttl, so a renewal that succeeds (due every
+// ttl/3) never triggers a stop; by default they take a third of it, leaving
+// a renewal ttl/3 to come back.
+//
+// Threads and signals. Every signal dlock handles is blocked in all threads
+// before the first thread starts; the main thread reads them from a
+// signalfd, next to the guard's news. The acquiring and the watching thread
+// wake it with a real-time signal sent to the process.
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -27,19 +48,33 @@
 #include <vector>
 
 #include "commands.h"
+#include "dlock/admin.hpp"
 #include "duration.h"
 #include "exit_codes.h"
+#include "guard.h"
+#include "proctree.h"
+#include "say.h"
 
 extern char** environ;
 
 namespace dlock_cli {
 
+int64_t SafetyMarginMs(int64_t ttl_ms) { return std::clamp<int64_t>(ttl_ms / 10, 200, 2000); }
+
+int64_t MaxGraceMs(int64_t ttl_ms) { return std::max<int64_t>(0, ttl_ms / 2 - SafetyMarginMs(ttl_ms)); }
+
+int64_t DefaultGraceMs(bool lease, int64_t ttl_ms) {
+  if (!lease) return 10000;
+  return std::min<int64_t>(10000, std::max<int64_t>(0, ttl_ms / 3 - SafetyMarginMs(ttl_ms)));
+}
+
 namespace {
 
 using Steady = std::chrono::steady_clock;
+using std::chrono::milliseconds;
 
-int64_t MsSince(Steady::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - t).count();
+int64_t MsBetween(Steady::time_point from, Steady::time_point to) {
+  return std::chrono::duration_cast<milliseconds>(to - from).count();
 }
 
 // Signals passed on to the command.
@@ -61,8 +96,8 @@ bool IsExecutableFile(const std::string& p) {
   return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(p.c_str(), X_OK) == 0;
 }
 
-// Finds CMD as execvp would, before the fork (PATH search allocates). Returns
-// 0, or the exit code for "not found"/"not executable" with *msg set.
+// Finds CMD as execvp would, before anything starts. Returns 0, or the exit
+// code for "not found"/"not executable" with *msg set.
 int ResolveCommand(const std::string& name, std::string* path, std::string* msg) {
   if (name.empty()) {
     *msg = "empty command name";
@@ -102,254 +137,441 @@ int ResolveCommand(const std::string& name, std::string* path, std::string* msg)
   return seen_non_exec ? kExitNotExec : kExitNotFound;
 }
 
-// Shared between the main thread and the watcher.
-struct Watch {
-  std::atomic<bool> stop{false};
-  std::atomic<bool> lost{false};
-  std::mutex mu;
-  std::string why;
+// The signals the main thread handles, blocked in every thread, read from a
+// signalfd.
+struct Signals {
+  sigset_t set;
+  int fd = -1;
+  int wake = SIGRTMIN;  // from our own threads: "look again"
+  pid_t self = getpid();
+
+  bool Block() {
+    sigemptyset(&set);
+    for (int s : kForwarded) sigaddset(&set, s);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, wake);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    return fd >= 0;
+  }
+  ~Signals() {
+    if (fd >= 0) close(fd);
+  }
+  void Wake() const { kill(self, wake); }
+  // The next pending signal (0 when none), and who sent it.
+  int Next(bool* from_kernel) const {
+    signalfd_siginfo si;
+    if (read(fd, &si, sizeof si) != static_cast<ssize_t>(sizeof si)) return 0;
+    *from_kernel = si.ssi_code == SI_KERNEL;
+    return static_cast<int>(si.ssi_signo);
+  }
 };
+
+// Waits until fd_a or fd_b (-1: none) is readable or timeout_ms passes.
+void WaitFor(int fd_a, int fd_b, int64_t timeout_ms) {
+  pollfd fds[2] = {{fd_a, POLLIN, 0}, {fd_b, POLLIN, 0}};
+  (void)poll(fds, fd_b >= 0 ? 2 : 1, static_cast<int>(std::clamp<int64_t>(timeout_ms, 0, 1000000)));
+}
+
+// The held lock.
+struct Hold {
+  std::shared_ptr<dlock::Client> client;
+  std::unique_ptr<dlock::Lock> lock;
+  std::string owner;
+  uint64_t token = 0;
+  Steady::time_point acquired;
+};
+
+// The watching thread: waits for the lock to be lost (a lease that was
+// taken or revoked, a row lock whose connection the server closed) and
+// wakes the main thread. The library never calls us; WaitLost is how we ask.
+class Watcher {
+ public:
+  Watcher(dlock::Lock* lock, const Signals* sig) : lock_(lock), sig_(sig) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~Watcher() { Stop(); }
+  bool lost() const { return lost_; }
+  std::string why() {
+    std::lock_guard<std::mutex> g(mu_);
+    return why_;
+  }
+  void Stop() {
+    if (!thread_.joinable()) return;
+    stop_ = true;
+    (void)lock_->Cancel();
+    thread_.join();
+  }
+
+ private:
+  void Loop() {
+    while (!stop_) {
+      dlock::Status s = lock_->WaitLost(500);
+      if (s.code() == dlock::Code::kLost) {
+        {
+          std::lock_guard<std::mutex> g(mu_);
+          why_ = s.message();
+        }
+        lost_ = true;
+        sig_->Wake();
+        return;
+      }
+      if (s.ok()) return;  // no longer held: released
+    }
+  }
+  dlock::Lock* const lock_;
+  const Signals* const sig_;
+  std::atomic<bool> stop_{false}, lost_{false};
+  std::mutex mu_;
+  std::string why_;
+  std::thread thread_;
+};
+
+// The busy line: who holds it, with -v.
+std::string BusyMessage(const RunArgs& a) {
+  std::string msg = "'" + a.key + "' is held by another owner; not acquired within " +
+                    FormatDuration(a.wait_ms);
+  if (!a.verbose || !a.lease) return msg;
+  std::unique_ptr<dlock::Admin> admin;
+  dlock::LeaseInfo l;
+  bool held = false;
+  dlock::Status s = dlock::Admin::Open(a.url, &admin);
+  if (s.ok()) s = admin->GetLease(a.key, &l, &held);
+  if (!s.ok() || l.key.empty()) return msg;  // freed meanwhile, or not readable: the plain line
+  const std::string in = FormatDuration(l.expires_in_us / 1000);
+  if (l.revoked)
+    return "'" + a.key + "' was revoked (release --force; token " + std::to_string(l.token) +
+           "); free in " + in + "; not acquired within " + FormatDuration(a.wait_ms);
+  return "'" + a.key + "' is held by " + l.owner + " (token " + std::to_string(l.token) +
+         ", expires in " + in + "); not acquired within " + FormatDuration(a.wait_ms);
+}
+
+// ---- 1. acquire ---------------------------------------------------------------
+
+// Takes the lock, answering signals meanwhile. -1 when held, else the exit code.
+int Acquire(const RunArgs& a, const Signals& sig, Hold* h) {
+  dlock::Status s = dlock::Client::Open(a.url, dlock::Config(), &h->client);
+  if (!s.ok()) return Fail(kExitUnavailable, s.message());
+  dlock::Config cfg;
+  s = cfg.Set("mode", a.lease ? "lease" : "row");
+  if (s.ok()) s = cfg.Set("holder", "lock");  // taken on one thread, released on another
+  if (s.ok() && a.lease) s = cfg.Set("ttl_ms", std::to_string(a.ttl_ms));
+  if (s.ok() && a.lease) s = cfg.Set("auto_renew", "1");
+  // dlock enforces --max-hold itself (it stops the job first, then lets go);
+  // the library's breaker would only stop the renewals under a running job.
+  if (s.ok() && a.lease) s = cfg.Set("max_hold_ms", "0");
+  if (!s.ok()) return Fail(kExitUsage, s.message());
+  s = dlock::Lock::Open(h->client, a.key, cfg, &h->lock);
+  if (!s.ok()) return Fail(s.code() == dlock::Code::kInvalid ? kExitUsage : kExitUnavailable, s.message());
+
+  if (a.verbose) Say("trying '" + a.key + "' (waiting up to " + FormatDuration(a.wait_ms) + ")");
+  const auto t_start = Steady::now();
+  std::atomic<bool> done{false};
+  dlock::Status got;
+  std::thread acquirer([&] {
+    got = h->lock->Try(a.wait_ms);
+    done = true;
+    sig.Wake();
+  });
+  int interrupted = 0;
+  while (!done) {
+    WaitFor(sig.fd, -1, 200);
+    bool from_kernel = false;
+    while (int signo = sig.Next(&from_kernel))
+      if (IsForwarded(signo) && interrupted == 0) interrupted = signo;
+    if (interrupted != 0) (void)h->lock->Cancel();  // again each turn: the Try may not have begun
+  }
+  acquirer.join();
+  if (interrupted != 0) {
+    if (got.ok()) (void)h->lock->Release();
+    return Fail(128 + interrupted, "interrupted by " + SigName(interrupted) + " while waiting for '" +
+                                       a.key + "'");
+  }
+  if (got.code() == dlock::Code::kBusy) {
+    if (!a.quiet) Say(BusyMessage(a));
+    return a.conflict_exit_code;
+  }
+  if (!got.ok()) return Fail(ExitFor(got), got.message());
+  h->acquired = Steady::now();
+  h->owner = h->lock->owner();
+  h->token = h->lock->token();
+  if (a.verbose)
+    Say("acquired '" + a.key + "' (token " + std::to_string(h->token) + ", owner " + h->owner +
+        ") after " + FormatDuration(MsBetween(t_start, h->acquired)));
+  return -1;
+}
+
+// ---- 2. start -----------------------------------------------------------------
+
+bool HasName(const char* entry, const char* name) {
+  const size_t n = std::strlen(name);
+  return std::strncmp(entry, name, n) == 0 && entry[n] == '=';
+}
+
+// dlock's environment for the job: no password (DLOCK_PASSWORD goes, and
+// DLOCK_URL loses its password), and the lock's own variables.
+std::vector<std::string> JobEnvironment(const RunArgs& a, const Hold& h) {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    if (HasName(*e, "DLOCK_KEY") || HasName(*e, "DLOCK_OWNER") || HasName(*e, "DLOCK_TOKEN") ||
+        HasName(*e, "DLOCK_PASSWORD"))
+      continue;
+    if (HasName(*e, "DLOCK_URL")) {
+      std::string safe;
+      if (dlock::UrlWithoutPassword(*e + std::strlen("DLOCK_URL="), &safe).ok())
+        env.push_back("DLOCK_URL=" + safe);
+      continue;  // a URL that does not parse is dropped: its password cannot be found
+    }
+    env.emplace_back(*e);
+  }
+  env.push_back("DLOCK_KEY=" + a.key);
+  env.push_back("DLOCK_OWNER=" + h.owner);
+  env.push_back("DLOCK_TOKEN=" + std::to_string(h.token));
+  return env;
+}
+
+// Starts CMD through the guard. -1 when it runs, else the exit code.
+int Start(const RunArgs& a, const std::string& path, const Hold& h, bool interactive, Guard* guard,
+          pid_t* job) {
+  Guard::Job j;
+  j.path = path;
+  j.argv = a.cmd;
+  j.env = JobEnvironment(a, h);
+  // Unattended (cron, a service, a script in the background), CMD gets a
+  // process group of its own: a signal passed on reaches what it started
+  // too. In the foreground of a terminal it stays in ours, so that it keeps
+  // the terminal and Ctrl-C reaches it directly.
+  j.own_group = !interactive;
+  Guard::News n;
+  if (!guard->Start(j) || !guard->ReadNews(&n) || n.kind != Guard::News::kStarted)
+    return Fail(kExitInternal, "cannot start the command: its guard process is gone");
+  if (n.pid == 0)
+    return Fail(kExitInternal, std::string("cannot start the command: ") + std::strerror(n.exec_errno));
+  if (n.exec_errno != 0)
+    return Fail(n.exec_errno == ENOENT ? kExitNotFound : kExitNotExec,
+                "cannot execute " + path + ": " + std::strerror(n.exec_errno));
+  *job = n.pid;
+  return -1;
+}
+
+// ---- 3. supervise -------------------------------------------------------------
+
+enum class Stop {
+  kNone,
+  kLeftovers,  // CMD exited; what it left running is being stopped
+  kLost,       // the lock was lost (taken, revoked, the row lock's connection closed)
+  kMaxHold,    // --max-hold ran out
+  kUnrenewed,  // renewals failed: stopping before the lease can expire
+  kDeadline,   // the guard killed the tree at the lease's deadline (dlock was stopped?)
+};
+
+struct Outcome {
+  Stop reason = Stop::kNone;
+  int status = 0;  // CMD's wait status
+  bool guard_died = false;
+};
+
+class Supervisor {
+ public:
+  Supervisor(const RunArgs& a, Hold& h, Guard& guard, const Signals& sig, bool interactive)
+      : a_(a), h_(h), guard_(guard), sig_(sig), interactive_(interactive),
+        margin_(milliseconds(SafetyMarginMs(a.ttl_ms))), grace_(milliseconds(a.grace_ms)) {}
+
+  Outcome Run() {
+    Watcher watcher(h_.lock.get(), &sig_);
+    lease_end_ = h_.acquired + milliseconds(a_.ttl_ms);
+    while (!(exited_ && empty_)) {
+      now_ = Steady::now();
+      Look(watcher);
+      WaitFor(sig_.fd, guard_.news_fd(), NextLookMs());
+      now_ = Steady::now();
+      PassSignals();
+      if (!TakeNews()) break;
+    }
+    watcher.Stop();
+    return out_;
+  }
+
+ private:
+  // The deadlines: the lease's end, the lock, --max-hold, the kill time.
+  void Look(Watcher& watcher) {
+    if (a_.lease && h_.lock->state() == dlock::LockState::kHeld) {
+      lease_end_ = now_ + milliseconds(h_.lock->remaining_ms());
+      // The guard's own deadline follows each renewal.
+      if (std::chrono::abs(lease_end_ - told_guard_) > milliseconds(20)) {
+        guard_.KillAt(lease_end_ - margin_);
+        told_guard_ = lease_end_;
+      }
+    }
+    if (!lost_seen_ && (watcher.lost() || h_.lock->state() == dlock::LockState::kLost)) {
+      lost_seen_ = true;
+      BeginStop(Stop::kLost, watcher.lost() ? watcher.why() : "'" + a_.key + "' was lost");
+    }
+    if (a_.max_hold_ms > 0 && now_ >= h_.acquired + milliseconds(a_.max_hold_ms))
+      BeginStop(Stop::kMaxHold, "'" + a_.key + "' was held for --max-hold " + FormatDuration(a_.max_hold_ms));
+    if (a_.lease && !lost_seen_ && now_ >= lease_end_ - grace_ - margin_)
+      BeginStop(Stop::kUnrenewed,
+                "no renewal of '" + a_.key + "' succeeded for " +
+                    FormatDuration(a_.ttl_ms - MsBetween(now_, lease_end_)) +
+                    " (the database does not answer?); the lease can expire in " +
+                    FormatDuration(MsBetween(now_, lease_end_)));
+    if (a_.lease && stopping_) kill_at_ = std::min(kill_at_, lease_end_ - margin_);
+    if (stopping_ && !killed_ && now_ >= kill_at_) {
+      if (!exited_ && sent_term_)
+        Say("the command did not stop within " + FormatDuration(MsBetween(term_at_, now_)) + "; SIGKILL");
+      guard_.SignalTree(SIGKILL);
+      killed_ = true;
+    }
+  }
+
+  // Stops the job's tree: SIGTERM now, SIGKILL at kill_at_ (after --grace,
+  // and before the lease can expire). A graver reason replaces kLeftovers
+  // (and is said); a stop under way is not begun again.
+  void BeginStop(Stop why, const std::string& text) {
+    const bool graver = out_.reason == Stop::kNone ||
+                        (out_.reason == Stop::kLeftovers && why != Stop::kLeftovers);
+    if (graver) out_.reason = why;
+    if (stopping_) {
+      if (graver) Say(text);
+      return;
+    }
+    stopping_ = true;
+    kill_at_ = now_ + grace_;
+    if (a_.lease) kill_at_ = std::min(kill_at_, lease_end_ - margin_);
+    if (kill_at_ <= now_) {
+      Say(text + "; stopping the command (SIGKILL at once: the lease may expire any moment)");
+      return;  // Look() kills
+    }
+    Say(text + "; stopping the command (SIGTERM, SIGKILL in " + FormatDuration(MsBetween(now_, kill_at_)) + ")");
+    guard_.SignalTree(SIGTERM);
+    sent_term_ = true;
+    term_at_ = now_;
+  }
+
+  int64_t NextLookMs() const {
+    auto next = now_ + std::chrono::seconds(1);
+    if (a_.lease) {
+      next = std::min(next, now_ + milliseconds(std::max<int64_t>(a_.ttl_ms / 6, 50)));  // renewals
+      if (!stopping_ && !lost_seen_) next = std::min(next, lease_end_ - grace_ - margin_);
+    }
+    if (a_.max_hold_ms > 0 && !stopping_) next = std::min(next, h_.acquired + milliseconds(a_.max_hold_ms));
+    if (stopping_ && !killed_) next = std::min(next, kill_at_);
+    return std::max<int64_t>(0, std::chrono::duration_cast<milliseconds>(next - now_).count() + 1);
+  }
+
+  void PassSignals() {
+    bool from_kernel = false;
+    while (int signo = sig_.Next(&from_kernel)) {
+      // A signal from the terminal (Ctrl-C) already reached an interactive
+      // command, which shares our process group: pass on only what was
+      // sent to us alone.
+      if (!IsForwarded(signo) || (interactive_ && from_kernel)) continue;
+      if (a_.verbose) Say("passing " + SigName(signo) + " to the command");
+      guard_.SignalJob(signo);
+    }
+  }
+
+  // The guard's news; false when the guard is gone.
+  bool TakeNews() {
+    pollfd p{guard_.news_fd(), POLLIN, 0};
+    while (poll(&p, 1, 0) > 0) {
+      Guard::News n;
+      if (!guard_.ReadNews(&n)) return GuardDied();
+      if (n.kind == Guard::News::kExited) {
+        exited_ = true;
+        out_.status = n.status;
+        if (n.leftovers)
+          BeginStop(Stop::kLeftovers, "the command exited but left processes running");
+      } else if (n.kind == Guard::News::kEmpty) {
+        empty_ = true;
+      } else if (n.kind == Guard::News::kDeadline) {
+        if (out_.reason == Stop::kNone || out_.reason == Stop::kLeftovers) out_.reason = Stop::kDeadline;
+        stopping_ = killed_ = true;  // the guard did it all
+        Say("'" + a_.key + "' could expire before dlock renewed it or stopped the command (was dlock "
+            "stopped?): the command's guard killed it");
+      }
+    }
+    return true;
+  }
+
+  // The guard died on its own (someone killed it): the job's tree came to
+  // us (we are a subreaper too). Kill it, reap it, report.
+  bool GuardDied() {
+    Say("the command's guard process died; killing the command");
+    for (int i = 0; i < 5000 && SignalDescendants(getpid(), SIGKILL) > 0; ++i) {
+      while (waitpid(-1, nullptr, WNOHANG) > 0) {
+      }
+      usleep(2000);
+    }
+    out_.guard_died = true;
+    return false;
+  }
+
+  const RunArgs& a_;
+  Hold& h_;
+  Guard& guard_;
+  const Signals& sig_;
+  const bool interactive_;
+  const Steady::duration margin_, grace_;
+  Outcome out_;
+  Steady::time_point now_, lease_end_, told_guard_, kill_at_, term_at_;
+  bool lost_seen_ = false, stopping_ = false, killed_ = false, sent_term_ = false;
+  bool exited_ = false, empty_ = false;
+};
+
+// ---- 4. finish ----------------------------------------------------------------
+
+int Finish(const RunArgs& a, Hold& h, Guard& guard, const Outcome& out) {
+  if (out.reason == Stop::kUnrenewed) {
+    // The database did not answer: a release would wait for it, and there
+    // is nothing to wait for. The lease runs out on its own.
+    Say("'" + a.key + "' not released (the database does not answer); the lease expires by itself");
+    std::fflush(stderr);
+    _exit(kExitLost);
+  }
+  const int64_t held_ms = MsBetween(h.acquired, Steady::now());
+  dlock::Status rel = h.lock->Release();
+  guard.Close();
+  bool lost = out.reason == Stop::kLost || out.reason == Stop::kMaxHold ||
+              out.reason == Stop::kDeadline;
+  if (!lost && rel.code() == dlock::Code::kLost) {
+    lost = true;
+    Say(rel.message() + " (while the command ran)");
+  } else if (!rel.ok() && !lost) {
+    Say("releasing '" + a.key + "' failed: " + rel.message() + " (the lease expires by itself)");
+  }
+  if (a.verbose && rel.ok()) Say("released '" + a.key + "' after " + FormatDuration(held_ms));
+  if (out.guard_died) return kExitInternal;
+  if (lost) return kExitLost;
+  if (WIFEXITED(out.status)) return WEXITSTATUS(out.status);
+  if (WIFSIGNALED(out.status)) return 128 + WTERMSIG(out.status);
+  return kExitInternal;
+}
 
 }  // namespace
 
 int CmdRun(const RunArgs& a) {
   std::string path, msg;
   if (int rc = ResolveCommand(a.cmd[0], &path, &msg); rc != 0) return Fail(rc, msg);
+  // First, while this process has one thread and no connection.
+  Guard guard;
+  if (!guard.Fork(&msg)) return Fail(kExitInternal, "cannot start the command's guard: " + msg);
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  signal(SIGPIPE, SIG_IGN);  // a gone guard is an error on its pipe, not a signal
+  Signals sig;
+  if (!sig.Block()) return Fail(kExitInternal, std::string("signalfd: ") + std::strerror(errno));
 
-  const pid_t self = getpid();
-  const int wake = SIGRTMIN;
-  sigset_t set, orig;
-  sigemptyset(&set);
-  for (int s : kForwarded) sigaddset(&set, s);
-  sigaddset(&set, SIGCHLD);
-  sigaddset(&set, wake);
-  // Before any thread exists, so that every thread inherits the mask.
-  pthread_sigmask(SIG_BLOCK, &set, &orig);
-  auto wait_signal = [&](int64_t timeout_ms, siginfo_t* si) {
-    if (timeout_ms < 0) timeout_ms = 0;
-    timespec ts{static_cast<time_t>(timeout_ms / 1000), static_cast<long>(timeout_ms % 1000) * 1000000};
-    return sigtimedwait(&set, si, &ts);
-  };
-
-  std::shared_ptr<dlock::Client> client;
-  dlock::Status s = dlock::Client::Open(a.url, dlock::Config(), &client);
-  if (!s.ok()) return Fail(kExitUnavailable, s.message());
-  dlock::Config lcfg;
-  const bool lease = a.mode == "lease";
-  s = lcfg.Set("mode", a.mode);
-  if (s.ok()) s = lcfg.Set("holder", "lock");  // taken on one thread, released on another
-  if (s.ok() && lease) s = lcfg.Set("ttl_ms", std::to_string(a.ttl_ms));
-  if (s.ok() && lease) s = lcfg.Set("auto_renew", "1");
-  if (s.ok() && lease) s = lcfg.Set("max_hold_ms", std::to_string(a.max_hold_ms));
-  if (!s.ok()) return Fail(kExitUsage, s.message());
-  std::unique_ptr<dlock::Lock> lock;
-  s = dlock::Lock::Open(client, a.key, lcfg, &lock);
-  if (!s.ok()) return Fail(s.code() == dlock::Code::kInvalid ? kExitUsage : kExitUnavailable, s.message());
-
-  // ---- acquire, on a thread of its own so that signals are answered ----
-  if (a.verbose)
-    std::fprintf(stderr, "dlock: trying '%s' (waiting up to %s)\n", a.key.c_str(),
-                 FormatDuration(a.wait_ms).c_str());
-  const auto t_start = Steady::now();
-  std::atomic<bool> acquired_done{false};
-  dlock::Status acq;
-  std::thread acquirer([&] {
-    acq = lock->Try(a.wait_ms);
-    acquired_done = true;
-    kill(self, wake);
-  });
-  int interrupted = 0;
-  while (!acquired_done) {
-    siginfo_t si;
-    int sig = wait_signal(200, &si);
-    if (sig > 0 && IsForwarded(sig) && interrupted == 0) interrupted = sig;
-    if (interrupted != 0) (void)lock->Cancel();  // again each turn: the Try may not have begun
-  }
-  acquirer.join();
-  if (interrupted != 0) {
-    if (acq.ok()) (void)lock->Release();
-    return Fail(128 + interrupted, "interrupted by " + SigName(interrupted) + " while waiting for '" +
-                                       a.key + "'");
-  }
-  if (acq.code() == dlock::Code::kBusy)
-    return Fail(kExitBusy, "'" + a.key + "' is held by another owner; not acquired within " +
-                               FormatDuration(a.wait_ms));
-  if (!acq.ok()) return Fail(ExitFor(acq), acq.message());
-  const auto t_acquired = Steady::now();
-  const std::string owner = lock->owner();
-  const uint64_t token = lock->token();
-  if (a.verbose)
-    std::fprintf(stderr, "dlock: acquired '%s' (token %llu, owner %s) after %s\n", a.key.c_str(),
-                 static_cast<unsigned long long>(token), owner.c_str(),
-                 FormatDuration(MsSince(t_start)).c_str());
-
-  // ---- start CMD: everything allocated before the fork ----
-  std::vector<std::string> env_strings;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    if (std::strncmp(*e, "DLOCK_KEY=", 10) == 0 || std::strncmp(*e, "DLOCK_OWNER=", 12) == 0 ||
-        std::strncmp(*e, "DLOCK_TOKEN=", 12) == 0)
-      continue;
-    env_strings.emplace_back(*e);
-  }
-  env_strings.push_back("DLOCK_KEY=" + a.key);
-  env_strings.push_back("DLOCK_OWNER=" + owner);
-  env_strings.push_back("DLOCK_TOKEN=" + std::to_string(token));
-  std::vector<char*> envp, argv;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = a.cmd;
-  for (auto& x : args) argv.push_back(x.data());
-  argv.push_back(nullptr);
-
-  // Unattended (cron, a service, a script in the background), CMD gets a
-  // process group of its own, so that stopping it reaches whatever it
-  // started too. In the foreground of a terminal it stays in ours, so that it
-  // keeps the terminal and Ctrl-C reaches it directly.
+  Hold h;
+  if (int rc = Acquire(a, sig, &h); rc >= 0) return rc;
   const bool interactive = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
-  int ep[2];
-  if (pipe2(ep, O_CLOEXEC) != 0) {
-    (void)lock->Release();
-    return Fail(kExitInternal, std::string("cannot start the command: pipe: ") + std::strerror(errno));
+  pid_t job = 0;
+  if (int rc = Start(a, path, h, interactive, &guard, &job); rc >= 0) {
+    guard.Close();
+    (void)h.lock->Release();
+    return rc;
   }
-  const pid_t child = fork();
-  if (child == 0) {
-    // Dies with dlock: a command must not outlive the lock it runs under.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != self) _exit(kExitInternal);
-    if (!interactive) setpgid(0, 0);
-    close(ep[0]);
-    sigprocmask(SIG_SETMASK, &orig, nullptr);
-    execve(path.c_str(), argv.data(), envp.data());
-    int e = errno;
-    ssize_t ignored = write(ep[1], &e, sizeof e);
-    (void)ignored;
-    _exit(e == ENOENT ? kExitNotFound : kExitNotExec);
-  }
-  close(ep[1]);
-  if (child > 0 && !interactive) setpgid(child, child);  // as the child does: whoever runs first
-  const pid_t target = interactive ? child : -child;    // what signals are sent to
-  if (child < 0) {
-    int e = errno;
-    close(ep[0]);
-    (void)lock->Release();
-    return Fail(kExitInternal, std::string("cannot start the command: fork: ") + std::strerror(e));
-  }
-  int exec_errno = 0;
-  ssize_t n;
-  do n = read(ep[0], &exec_errno, sizeof exec_errno);
-  while (n < 0 && errno == EINTR);
-  close(ep[0]);
-  if (n == static_cast<ssize_t>(sizeof exec_errno)) {
-    int st;
-    while (waitpid(child, &st, 0) < 0 && errno == EINTR) {
-    }
-    (void)lock->Release();
-    return Fail(exec_errno == ENOENT ? kExitNotFound : kExitNotExec,
-                "cannot execute " + path + ": " + std::strerror(exec_errno));
-  }
-
-  // ---- watch the lock: the library never calls us, so a thread asks ----
-  Watch w;
-  std::thread watcher([&] {
-    while (!w.stop) {
-      dlock::Status ws;
-      if (lease) {
-        ws = lock->WaitLost(500);
-      } else {
-        // A row lock is lost only with its connection: look every second.
-        for (int i = 0; i < 10 && !w.stop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        if (w.stop) break;
-        ws = lock->Renew();
-      }
-      if (ws.code() == dlock::Code::kLost) {
-        {
-          std::lock_guard<std::mutex> g(w.mu);
-          w.why = ws.message();
-        }
-        w.lost = true;
-        kill(self, wake);
-        return;
-      }
-      if (lease && ws.ok()) return;  // no longer held: released
-    }
-  });
-
-  enum class Stop { kNone, kLost, kMaxHold } reason = Stop::kNone;
-  bool terminating = false, killed = false;
-  Steady::time_point kill_at{};
-  const auto hold_deadline = t_acquired + std::chrono::milliseconds(a.max_hold_ms);
-  int status = 0;
-  for (;;) {
-    pid_t r = waitpid(child, &status, WNOHANG);
-    if (r == child) break;
-    if (r < 0 && errno != EINTR) {  // never expected: the child is ours alone
-      std::fprintf(stderr, "dlock: waitpid: %s\n", std::strerror(errno));
-      kill(child, SIGKILL);
-      status = W_EXITCODE(kExitInternal, 0);
-      break;
-    }
-    auto now = Steady::now();
-    auto start_stopping = [&](Stop why, const std::string& text) {
-      reason = why;
-      terminating = true;
-      kill_at = now + std::chrono::milliseconds(a.grace_ms);
-      std::fprintf(stderr, "dlock: %s; stopping the command (SIGTERM, SIGKILL after %s)\n",
-                   text.c_str(), FormatDuration(a.grace_ms).c_str());
-      kill(target, SIGTERM);
-    };
-    if (!terminating && w.lost) {
-      std::string why;
-      {
-        std::lock_guard<std::mutex> g(w.mu);
-        why = w.why;
-      }
-      start_stopping(Stop::kLost, why);
-    }
-    if (!terminating && a.max_hold_ms > 0 && now >= hold_deadline)
-      start_stopping(Stop::kMaxHold, "'" + a.key + "' was held for --max-hold " +
-                                         FormatDuration(a.max_hold_ms));
-    if (terminating && !killed && now >= kill_at) {
-      std::fprintf(stderr, "dlock: the command did not stop within %s; SIGKILL\n",
-                   FormatDuration(a.grace_ms).c_str());
-      kill(target, SIGKILL);
-      killed = true;
-    }
-    int64_t timeout = 1000;
-    if (!terminating && a.max_hold_ms > 0)
-      timeout = std::min<int64_t>(timeout, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                               hold_deadline - now).count() + 1);
-    if (terminating && !killed)
-      timeout = std::min<int64_t>(
-          timeout, std::chrono::duration_cast<std::chrono::milliseconds>(kill_at - now).count() + 1);
-    siginfo_t si;
-    int sig = wait_signal(timeout, &si);
-    // A signal from the terminal (Ctrl-C) already reached an interactive
-    // command, which shares our process group: pass on only what was sent
-    // to us alone.
-    if (sig > 0 && IsForwarded(sig) && !(interactive && si.si_code == SI_KERNEL)) {
-      if (a.verbose) std::fprintf(stderr, "dlock: passing %s to the command\n", SigName(sig).c_str());
-      kill(target, sig);
-    }
-  }
-
-  w.stop = true;
-  (void)lock->Cancel();
-  watcher.join();
-  const int64_t held_ms = MsSince(t_acquired);
-  dlock::Status rel = lock->Release();
-  if (reason == Stop::kNone && rel.code() == dlock::Code::kLost) {
-    reason = Stop::kLost;
-    std::fprintf(stderr, "dlock: %s (while the command ran)\n", rel.message().c_str());
-  } else if (!rel.ok() && reason == Stop::kNone) {
-    std::fprintf(stderr, "dlock: releasing '%s' failed: %s (the lease expires by itself)\n",
-                 a.key.c_str(), rel.message().c_str());
-  }
-  if (a.verbose && rel.ok())
-    std::fprintf(stderr, "dlock: released '%s' after %s\n", a.key.c_str(), FormatDuration(held_ms).c_str());
-  if (reason != Stop::kNone) return kExitLost;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return kExitInternal;
+  const Outcome out = Supervisor(a, h, guard, sig, interactive).Run();
+  return Finish(a, h, guard, out);
 }
 
 }  // namespace dlock_cli

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The main job of dlock, shown end to end: three "hosts" run the same cron job
-# every second through `dlock run`; one host dies (SIGKILL) while it holds the
-# lock; another takes over once the dead host's lease expires; the fencing
-# token keeps growing; it ends with `dlock list`.
+# every second through `dlock run`; the others skip the round (exit 75); one
+# host dies (SIGKILL) while it holds the lock, and its job dies with it;
+# another takes over once the dead host's lease expires; a write the dead
+# host sent before it died arrives late and is refused by its fencing token;
+# it ends with `dlock list`.
 #
 #   scripts/demo.sh          set up this machine, build `dlock`, run the demo
 #                            on a throwaway local MariaDB (or on $DLOCK_URL)
 #
 # The hosts are processes on this machine; on real hosts each would run
-#   dlock run demo:nightly-report --ttl 3s --wait 0 -- job
+#   dlock run -n demo:nightly-report --ttl 3s job
 # from its crontab, with DLOCK_URL pointing at the shared database.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +52,22 @@ say() {
   t=$(( (now - T0) / 100000 ))
   printf '%4d.%ds  %-7s %s\n' $((t / 10)) $((t % 10)) "$1" "$2"
 }
+# The fenced resource: "the report" takes a write only with a token newer
+# than the one it has (flock: one writer at a time on this machine).
+write_report() {  # write_report HOST TOKEN
+  local last
+  exec 9>>"$STATE/report.lock"
+  flock 9
+  last=$(cat "$STATE/report" 2>/dev/null || echo 0)
+  if [ "$2" -gt "$last" ]; then
+    echo "$2" >"$STATE/report"
+    say "$1" "done: report written with token $2"
+  else
+    echo "$2" >>"$STATE/refused"
+    say "$1" "report REFUSED token $2 (it has token $last)"
+  fi
+  flock -u 9
+}
 LIB
 
 # The job each host runs under the lock. It writes "the report" only if its
@@ -58,7 +76,8 @@ cat >"$STATE/job.sh" <<'JOB'
 #!/usr/bin/env bash
 . "$STATE/lib.sh"
 host=$1
-echo "$host $PPID $DLOCK_TOKEN" >"$STATE/holder.tmp" && mv "$STATE/holder.tmp" "$STATE/holder"
+dlock_pid=${DLOCK_OWNER#*:}   # host:pid:uuid: the pid of the dlock that holds the lock
+echo "$host ${dlock_pid%%:*} $DLOCK_TOKEN" >"$STATE/holder.tmp" && mv "$STATE/holder.tmp" "$STATE/holder"
 if [ -f "$STATE/crash" ]; then
   read -r dead_host dead_at <"$STATE/crash"
   gap=$(( (${EPOCHREALTIME/./} - dead_at) / 100000 ))
@@ -70,32 +89,30 @@ fi
 echo "$DLOCK_TOKEN" >>"$STATE/runs-$host"
 echo "${EPOCHREALTIME/./}" >"$STATE/start-$DLOCK_TOKEN"
 sleep 1.2
-last=$(cat "$STATE/report" 2>/dev/null || echo 0)
-if [ "$DLOCK_TOKEN" -gt "$last" ]; then
-  echo "$DLOCK_TOKEN" >"$STATE/report"
-  say "$host" "done: report written with token $DLOCK_TOKEN"
-else
-  say "$host" "done: report REFUSED token $DLOCK_TOKEN (it has $last)"
-fi
+write_report "$host" "$DLOCK_TOKEN"
 echo "${EPOCHREALTIME/./}" >"$STATE/end-$DLOCK_TOKEN"
 rm -f "$STATE/holder"
 JOB
 chmod +x "$STATE/job.sh"
 
 # A host: its "cron" tries the job every second; a busy lock means another
-# host runs it, so this round is skipped (exit 75).
+# host runs it, so this round is skipped (exit 75; the first one is shown).
 cat >"$STATE/host.sh" <<'HOST'
 #!/usr/bin/env bash
 . "$STATE/lib.sh"
 host=$1
 while [ ! -f "$STATE/stop" ]; do
   rc=0
-  "$DLOCK" run "$KEY" --ttl "$TTL" --wait 0 -- "$STATE/job.sh" "$host" 2>"$STATE/err-$host" || rc=$?
+  "$DLOCK" run -n -v "$KEY" --ttl "$TTL" "$STATE/job.sh" "$host" 2>"$STATE/err-$host" || rc=$?
   case $rc in
     0) ;;
     75) echo x >>"$STATE/busy-$host"
-        [ -f "$STATE/crash" ] && say "$host" "lock busy (the dead host's lease has not expired): skips this round" ;;
-    *) say "$host" "dlock exited $rc: $(cat "$STATE/err-$host")" ;;
+        if [ -f "$STATE/crash" ]; then
+          say "$host" "exit 75, busy: the dead host's lease has not expired; skips this round"
+        elif [ "$(wc -l <"$STATE/busy-$host")" = 1 ]; then
+          say "$host" "exit 75, busy: $(tail -n 1 "$STATE/err-$host" | sed 's/^dlock: //; s/; not acquired.*//'); skips this round"
+        fi ;;
+    *) say "$host" "dlock exited $rc: $(grep -v -e trying -e acquired -e released "$STATE/err-$host")" ;;
   esac
   sleep 1
 done
@@ -117,7 +134,7 @@ fresh_holder() { [ -f "$STATE/holder" ] && [ ! -f "$STATE/crash" ]; }
 "$DLOCK" init >/dev/null
 echo
 echo "Three hosts run the same job every second, each through"
-echo "    dlock run $KEY --ttl $TTL --wait 0 -- job.sh"
+echo "    dlock run -n -v $KEY --ttl $TTL job.sh"
 echo "The job takes 1.2 s; whoever gets the lock runs it, the others skip the round."
 echo
 echo "   time  host    event"
@@ -135,7 +152,8 @@ wait_for 30 "a host holding the lock" fresh_holder
 read -r victim victim_dlock victim_token <"$STATE/holder"
 victim_pid=${worker_pid[$victim]}
 disown "$victim_pid"  # no "Killed" notice from the shell
-# The host's cron loop and its dlock die at once; the job dies with its dlock.
+# The host's cron loop and its dlock die at once; the job's whole process
+# tree dies with its dlock (dlock's guard process kills it).
 kill -KILL "$victim_pid" "$victim_dlock" 2>/dev/null || true
 unset "worker_pid[$victim]"
 echo "$victim ${EPOCHREALTIME/./}" >"$STATE/crash"
@@ -145,8 +163,14 @@ say "$victim" "CRASHES (SIGKILL) in the middle of its job, holding token $victim
 say "" "its lease stays until it expires; dlock list now:"
 "$DLOCK" list "$KEY" | sed 's/^/          /'
 
-# Another host takes over once the lease has expired; then a few more runs.
+# Another host takes over once the lease has expired. A write the dead host
+# sent just before it died (held up in the network, say) arrives after the
+# new holder's: the report refuses its old token.
 wait_for 30 "the takeover" test ! -f "$STATE/crash"
+newer_report() { [ "$(cat "$STATE/report" 2>/dev/null || echo 0)" -gt "$victim_token" ]; }
+wait_for 30 "the new holder's report" newer_report
+say "$victim" "a write it sent with token $victim_token before it died arrives now:"
+write_report "$victim" "$victim_token"
 runs_before=$(cat "$STATE"/runs-* | wc -l)
 wait_for 30 "more runs" runs_at_least $((runs_before + 3))
 wait_for 30 "a host holding the lock" test -f "$STATE/holder"
@@ -166,7 +190,9 @@ for h in "${hosts[@]}"; do
 done
 all=$(cat "$STATE"/runs-* | sort -n | tr '\n' ' ')
 echo "  every token, in order: $all— one holder at a time, and the token only grows."
-echo "  the report was last written with token $(cat "$STATE/report")."
+echo "  the report was last written with token $(cat "$STATE/report"); it refused token(s): $(paste -sd' ' "$STATE/refused" 2>/dev/null)"
+busy_total=$(cat "$STATE"/busy-* 2>/dev/null | wc -l)
+echo "  $busy_total rounds were skipped with exit 75 (the lock was busy): the job never ran twice at once."
 # Check what the timeline claims: no two runs overlapped in time (the
 # crashed run ends when its host died).
 read -r _ crashed_at <"$STATE/crashed"

@@ -78,6 +78,19 @@ struct SchemaTable {
 std::vector<SchemaTable> SchemaTables(const ClientOptions& opts);
 // Seeds the fencing-floor row (idempotent).
 std::string SchemaSeedSql(const ClientOptions& opts);
+// OK when table has the columns want (type prefixes); kState when it does
+// not exist; kDb naming the column that is missing or of another type.
+Status CheckTableColumns(Conn& conn, const std::string& table,
+                         const std::vector<std::pair<std::string, std::string>>& want);
+// Whether the connection's user holds the privileges dlock needs on an
+// existing table (its statements prepared, never run): kDb naming the
+// privilege and the table otherwise.
+Status CheckTablePrivileges(Conn& conn, const ClientOptions& opts, const SchemaTable& table);
+// Creates the missing lock tables, checks the columns of all of them and the
+// user's privileges on them, and seeds the fencing floor: a client's open,
+// and `dlock init`. A table missing without the CREATE privilege is kDb
+// saying to run `dlock init`.
+Status EnsureTables(Conn& conn, const ClientOptions& opts);
 
 class ClientImpl {
  public:
@@ -162,13 +175,6 @@ class ClientImpl {
  private:
   ClientImpl(ClientOptions opts, LockOptions lock_defaults);
   Status InitSchema(Conn& conn);
-  Status CheckColumns(Conn& conn, const std::string& table,
-                      const std::vector<std::pair<std::string, std::string>>& want);
-  // Whether this user holds the privileges dlock needs on an existing table
-  // (statements prepared, never run); kDb naming the privilege and table.
-  Status CheckPrivileges(Conn& conn, const SchemaTable& table);
-  // "`db`.`table`", for messages.
-  std::string QualifiedName(const std::string& table) const;
 
   ClientOptions opts_;
   LockOptions lock_defaults_;

@@ -170,43 +170,21 @@ Status Lock::Open(std::shared_ptr<Client> client, const std::string& key, const 
   return Status::OK();
 }
 
-// The holds each lock object took, so that closing it gives back its own.
-Status Lock::Took(Status s) {
-  if (s.ok()) {
-    const uint64_t gen = impl_->HoldGen();
-    if (me_->hold_gen.exchange(gen) != gen) {
-      me_->holds.store(1);
-    } else {
-      me_->holds.fetch_add(1);
-    }
-  }
-  return s;
-}
-
-Status Lock::Gave(Status s) {
-  if (s.ok()) {
-    int h = me_->holds.load();
-    while (h > 0 && !me_->holds.compare_exchange_weak(h, h - 1)) {
-    }
-  }
-  if (impl_->HoldCount() == 0) me_->holds.store(0);  // the hold ended, whoever ended it
-  return s;
-}
-
-Status Lock::Try(int64_t wait_ms) { return Took(impl_->Try(*me_, wait_ms)); }
+// Holder id 0 is the calling OS thread, in every call that takes an id
+// (HolderScope), as in a call without one.
+Status Lock::Try(int64_t wait_ms) { return impl_->Try(*me_, wait_ms); }
 Status Lock::TryAs(uint64_t holder, int64_t wait_ms) {
   HolderScope as(holder);
-  return Took(impl_->Try(*me_, wait_ms));
+  return impl_->Try(*me_, wait_ms);
 }
 Status Lock::TryFrom(uint64_t holder, uint64_t cancel_mark, int64_t wait_ms) {
-  if (holder == 0) return Took(impl_->Try(*me_, wait_ms, &cancel_mark));
   HolderScope as(holder);
-  return Took(impl_->Try(*me_, wait_ms, &cancel_mark));
+  return impl_->Try(*me_, wait_ms, &cancel_mark);
 }
 uint64_t Lock::cancel_mark() const { return impl_->CancelMark(*me_); }
 Status Lock::RollbackAs(uint64_t holder) {
   HolderScope as(holder);
-  return Rollback();
+  return impl_->Rollback(*me_);
 }
 int64_t Lock::busy_remaining_ms() const {
   const int64_t us = impl_->BusyRemainingUs();
@@ -218,15 +196,11 @@ int Lock::hold_count_as(uint64_t holder) const {
 }
 Status Lock::ReleaseAs(uint64_t holder) {
   HolderScope as(holder);
-  return Gave(impl_->Release(*me_));
+  return impl_->Release(*me_);
 }
 Status Lock::Renew() { return impl_->Renew(*me_); }
-Status Lock::Release() { return Gave(impl_->Release(*me_)); }
-Status Lock::Rollback() {
-  Status s = impl_->Rollback(*me_);
-  if (impl_->HoldCount() == 0) me_->holds.store(0);
-  return s;
-}
+Status Lock::Release() { return impl_->Release(*me_); }
+Status Lock::Rollback() { return impl_->Rollback(*me_); }
 Status Lock::Begin() { return impl_->Begin(*me_); }
 Status Lock::WaitLost(int64_t timeout_ms) { return impl_->WaitLost(*me_, timeout_ms); }
 Status Lock::WaitLostFrom(uint64_t cancel_mark, int64_t timeout_ms) {
@@ -246,14 +220,14 @@ Status Lock::Exec(const std::string& sql, const std::vector<const std::string*>&
                   int64_t* affected) {
   return impl_->Exec(*me_, sql, params, affected);
 }
-LockState Lock::state() const { return impl_->CurrentState(); }
-std::string Lock::owner() const { return impl_->Owner(); }
-const char* Lock::owner_cstr() const { return impl_->OwnerCstr(); }
-size_t Lock::copy_owner(char* buf, size_t cap) const { return impl_->CopyOwner(buf, cap); }
-uint64_t Lock::token() const { return impl_->Token(); }
+LockState Lock::state() const { return impl_->CurrentState(*me_); }
+std::string Lock::owner() const { return impl_->Owner(*me_); }
+const char* Lock::owner_cstr() const { return impl_->OwnerCstr(*me_); }
+size_t Lock::copy_owner(char* buf, size_t cap) const { return impl_->CopyOwner(*me_, buf, cap); }
+uint64_t Lock::token() const { return impl_->Token(*me_); }
 const std::string& Lock::key() const { return impl_->key(); }
-int64_t Lock::remaining_ms() const { return impl_->RemainingMs(); }
-int Lock::hold_count() const { return impl_->HoldCount(); }
+int64_t Lock::remaining_ms() const { return impl_->RemainingMs(*me_); }
+int Lock::hold_count() const { return impl_->HoldCount(*me_); }
 
 const char* Version() { return DLOCK_VERSION_STRING; }
 

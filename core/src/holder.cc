@@ -28,7 +28,7 @@ HolderId HolderId::Current() {
 }
 
 HolderScope::HolderScope(uint64_t id) : had_(t_has_holder), prev_(t_holder) {
-  t_has_holder = true;
+  t_has_holder = id != 0;  // 0: the calling OS thread
   t_holder = id;
 }
 

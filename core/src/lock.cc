@@ -7,6 +7,7 @@
 #include <optional>
 #include <cstring>
 #include <cstdio>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -23,6 +24,9 @@ namespace {
 // Waits on our own condition variables are sliced so Cancel() and expiry by
 // our clock are noticed without anyone notifying.
 constexpr auto kSlice = std::chrono::milliseconds(50);
+
+// Lost holds remembered for holders that have not tried again (LockImpl::lost_).
+constexpr size_t kMaxLostHolds = 1024;
 
 std::string DbKey(const LockOptions& o, const std::string& key) {
   if (o.shards <= 0) return key;
@@ -94,6 +98,7 @@ void LockImpl::DropHold() {
     owner = owner_;
     token = fence_;
     lost = state_ == LockState::kLost;
+    if (held) releasing_ = true;
   }
   if (!held) return;
   c_->renewer().Remove(this);
@@ -108,6 +113,8 @@ void LockImpl::DropHold() {
     if (state_ == LockState::kHeld) state_ = LockState::kIdle;
     count_ = 0;
     released_ = true;
+    releasing_ = false;
+    HoldEndedLocked();
     session_watch_ = nullptr;
     cv_.notify_all();
   }
@@ -128,13 +135,94 @@ void LockImpl::Close(LockCaller& me) {
     if (me.calls == 0) break;
     me.cv.wait_for(me.mu, kSlice);
   }
-  const int n = me.holds.exchange(0);
-  if (n > 0) ReleaseShares(me.hold_gen.load(), n);
+  int n = 0;
+  uint64_t gen = 0;
+  {
+    MutexLock g(st_mu_);
+    auto it = taken_.find(&me);
+    if (it != taken_.end()) {
+      if (it->second.gen == gen_) {
+        n = it->second.holds;
+        gen = gen_;
+      }
+      taken_.erase(it);
+    }
+  }
+  if (n > 0) ReleaseShares(gen, n);
 }
 
-uint64_t LockImpl::HoldGen() const {
-  MutexLock g(st_mu_);
-  return gen_;
+void LockImpl::HoldEndedLocked() {
+  for (auto& kv : taken_)
+    if (kv.second.gen == gen_) kv.second.holds = 0;
+}
+
+void LockImpl::RememberLostLocked(const HolderId& next) {
+  if (opts_.holder == Holder::kLock || gen_ == 0 || holder_ == next ||
+      state_ != LockState::kLost)
+    return;
+  lost_[holder_] = LostHold{gen_, owner_, fence_, LostWhyLocked()};
+  if (lost_.size() > kMaxLostHolds) {
+    auto oldest = lost_.begin();
+    for (auto it = lost_.begin(); it != lost_.end(); ++it)
+      if (it->second.gen < oldest->second.gen) oldest = it;
+    lost_.erase(oldest);
+  }
+}
+
+LockImpl::View LockImpl::ViewLocked(const LockCaller& me) const {
+  View v;
+  v.current = true;
+  if (opts_.holder == Holder::kLock) return v;  // the object is the holder
+  const HolderId who = HolderId::Current();
+  if (gen_ != 0 && holder_ == who) return v;
+  v.current = false;
+  auto lost = lost_.find(who);
+  if (lost == lost_.end()) {
+    auto t = taken_.find(&me);
+    if (t == taken_.end()) return v;  // nothing of its own here: IDLE
+    if (t->second.gen == gen_) {
+      v.current = true;
+      return v;
+    }
+    lost = lost_.find(t->second.holder);
+    if (lost == lost_.end() || lost->second.gen != t->second.gen) {
+      v.owner = &t->second.owner;  // that hold was released
+      v.token = t->second.token;
+      return v;
+    }
+  }
+  v.state = LockState::kLost;
+  v.owner = &lost->second.owner;
+  v.token = lost->second.token;
+  v.why = &lost->second.why;
+  return v;
+}
+
+Status LockImpl::ActsOnCurrentLocked(const LockCaller& me, const char* what, bool strict) const {
+  if (opts_.holder == Holder::kLock) return Status::OK();
+  const HolderId who = HolderId::Current();
+  if (gen_ != 0 && holder_ == who) return Status::OK();
+  auto lost = lost_.find(who);
+  if (lost != lost_.end())
+    return Status::Lost("lock " + Name() + " was lost: " + lost->second.why +
+                        "; another holder has taken it since");
+  if (!strict && !who.explicit_id) {
+    // A binding whose holders are ids (dlock_try_as) calls this without one.
+    auto t = taken_.find(&me);
+    if (t != taken_.end() && t->second.holder.explicit_id) {
+      if (t->second.gen == gen_) return Status::OK();
+      lost = lost_.find(t->second.holder);
+      if (lost != lost_.end() && lost->second.gen == t->second.gen)
+        return Status::Lost("lock " + Name() + " was lost: " + lost->second.why +
+                            "; another holder has taken it since");
+    }
+  }
+  if (state_ == LockState::kHeld || acquiring_)
+    return Status::StateError("lock " + Name() +
+                              " is held by another thread; with holder=thread only the thread "
+                              "that acquired it may " + what + " it");
+  return Status::StateError("lock " + Name() + " is not held by this thread (" + what +
+                            " refused)");
 }
 
 void LockImpl::ReleaseShares(uint64_t gen, int n) {
@@ -270,29 +358,46 @@ std::string LockImpl::LostReason() const {
   return LostWhyLocked();
 }
 
-LockState LockImpl::CurrentState() const {
+LockState LockImpl::CurrentState(const LockCaller& me) const {
   MutexLock g(st_mu_);
-  return StateLocked();
+  const View v = ViewLocked(me);
+  return v.current ? StateLocked() : v.state;
 }
 
-std::string LockImpl::Owner() const {
+namespace {
+const std::string kNoOwner;
+}  // namespace
+
+std::string LockImpl::Owner(const LockCaller& me) const {
   MutexLock g(st_mu_);
-  return owner_;
+  const View v = ViewLocked(me);
+  return v.current ? owner_ : v.owner != nullptr ? *v.owner : kNoOwner;
 }
 
-const char* LockImpl::OwnerCstr() const {
+const char* LockImpl::OwnerCstr(const LockCaller& me) const {
   MutexLock g(st_mu_);
-  return owner_.c_str();
+  const View v = ViewLocked(me);
+  // owner_ changes with the next acquisition, a record's owner when it is
+  // forgotten (the holder's next attempt) or replaced (me's next hold).
+  return v.current ? owner_.c_str() : v.owner != nullptr ? v.owner->c_str() : "";
 }
 
-size_t LockImpl::CopyOwner(char* buf, size_t cap) const {
+size_t LockImpl::CopyOwner(const LockCaller& me, char* buf, size_t cap) const {
   MutexLock g(st_mu_);
+  const View v = ViewLocked(me);
+  const std::string& owner = v.current ? owner_ : v.owner != nullptr ? *v.owner : kNoOwner;
   if (buf != nullptr && cap > 0) {
-    size_t n = std::min(owner_.size(), cap - 1);
-    std::memcpy(buf, owner_.data(), n);
+    size_t n = std::min(owner.size(), cap - 1);
+    std::memcpy(buf, owner.data(), n);
     buf[n] = '\0';
   }
-  return owner_.size();
+  return owner.size();
+}
+
+uint64_t LockImpl::Token(const LockCaller& me) const {
+  MutexLock g(st_mu_);
+  const View v = ViewLocked(me);
+  return v.current ? fence_ : v.token;
 }
 
 uint64_t LockImpl::Token() const {
@@ -300,17 +405,17 @@ uint64_t LockImpl::Token() const {
   return fence_;
 }
 
-int64_t LockImpl::RemainingMs() const {
+int64_t LockImpl::RemainingMs(const LockCaller& me) const {
   if (!scheme_->expires()) return -1;
   MutexLock g(st_mu_);
-  if (state_ != LockState::kHeld) return 0;
+  if (!ViewLocked(me).current || state_ != LockState::kHeld) return 0;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
   return left > 0 ? left : 0;
 }
 
-int LockImpl::HoldCount() const {
+int LockImpl::HoldCount(const LockCaller& me) const {
   MutexLock g(st_mu_);
-  return StateLocked() == LockState::kHeld ? count_ : 0;
+  return ViewLocked(me).current && StateLocked() == LockState::kHeld ? count_ : 0;
 }
 
 int LockImpl::HoldCountOfCaller() const {
@@ -366,7 +471,7 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
   const CancelToken cancel{&me.cancel_seq, cancel_mark ? *cancel_mark : me.cancel_seq.load()};
   Counters& k = c_->counters();
   bool reentered = false;
-  if (Status s = Claim(deadline, cancel, &reentered); !s.ok() || reentered) return s;
+  if (Status s = Claim(me, deadline, cancel, &reentered); !s.ok() || reentered) return s;
   {
     // Wait for an operation already running on the lock's connections (a
     // release, a renew); from now on every other call refuses to touch them
@@ -389,7 +494,7 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
   }
   k.wait_ms.fetch_add(static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count()));
-  Settle(s, grant);
+  Settle(me, s, grant);
   if (s.ok() && opts_.transaction && !scheme_->hold_is_transaction()) {
     // Acquire + begin as one step: the caller never holds a lock whose
     // transaction failed to open.
@@ -410,52 +515,78 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
   return s;
 }
 
-Status LockImpl::Claim(Clock::time_point deadline, CancelToken cancel, bool* reentered) {
+Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken cancel,
+                       bool* reentered) {
   Counters& k = c_->counters();
   MutexLock g(st_mu_);
+  // A new attempt: the caller's older lost hold was reported (it sees its
+  // own hold, or nothing, from now on).
+  lost_.erase(HolderId::Current());
   for (;;) {
     if (cancel.cancelled()) return CancelledStatus(Name());
-    LockState st = StateLocked();
-    if (st == LockState::kHeld) {
-      if (IsHolderLocked()) {
-        if (!opts_.reentrant)
-          return Status::StateError("lock " + Name() + " is already held by this holder (reentrant=0)");
-        ++count_;
-        k.reentries.fetch_add(1);
-        *reentered = true;
+    // A hold whose release is in flight is neither re-entered (the release
+    // would then end the hold this call reports as held) nor claimed: wait
+    // for the release to end, then acquire afresh.
+    if (!releasing_) {
+      LockState st = StateLocked();
+      if (st == LockState::kHeld) {
+        if (IsHolderLocked()) {
+          if (!opts_.reentrant)
+            return Status::StateError("lock " + Name() +
+                                      " is already held by this holder (reentrant=0)");
+          if (count_ == std::numeric_limits<int>::max())
+            return Status::StateError("lock " + Name() + " is already held " +
+                                      std::to_string(count_) +
+                                      " times by this holder: no further re-entry");
+          ++count_;
+          Taken& t = taken_[&me];
+          if (t.gen != gen_) t = Taken{gen_, holder_, 0, owner_, fence_};
+          ++t.holds;
+          k.reentries.fetch_add(1);
+          *reentered = true;
+          return Status::OK();
+        }
+      } else if (!acquiring_) {
+        acquiring_ = true;
         return Status::OK();
       }
-    } else if (!acquiring_) {
-      acquiring_ = true;
-      return Status::OK();
     }
-    // Another thread holds it (or is acquiring it) through this object.
+    // Another thread holds it (or is acquiring or releasing it) through
+    // this object.
     auto now = Clock::now();
     if (now >= deadline) {
       k.busy.fetch_add(1);
-      return Status::Busy("lock " + Name() + " is held by another thread through this lock object");
+      return Status::Busy("lock " + Name() +
+                          (releasing_ ? " is being released by another thread through this lock "
+                                        "object, still at the end of the wait"
+                                      : " is held by another thread through this lock object"));
     }
     cv_.wait_until(st_mu_, std::min(deadline, now + kSlice));
   }
 }
 
-void LockImpl::Settle(const Status& s, const Grant& grant) {
+void LockImpl::Settle(LockCaller& me, const Status& s, const Grant& grant) {
   MutexLock g(st_mu_);
   acquiring_ = false;
+  const HolderId who = HolderId::Current();
   if (s.ok()) {
+    RememberLostLocked(who);
     state_ = LockState::kHeld;
     owner_ = grant.owner;
     fence_ = grant.fence;
     deadline_ = grant.deadline;
     acquired_at_ = grant.acquired_at;
-    holder_ = HolderId::Current();
+    holder_ = who;
     count_ = 1;
     ++gen_;
     released_ = false;
     lost_why_.clear();
     session_watch_ = scheme_->SessionConn();
-  } else if (state_ == LockState::kLost) {
-    state_ = LockState::kIdle;  // the old loss was reported; this is a new attempt
+    taken_[&me] = Taken{gen_, who, 1, owner_, fence_};
+  } else if (state_ == LockState::kLost && IsHolderLocked()) {
+    // The holder's own new attempt: its old loss was reported. (Another
+    // holder's failed attempt leaves the holder's hold LOST.)
+    state_ = LockState::kIdle;
   }
   cv_.notify_all();
 }
@@ -501,6 +632,7 @@ Status LockImpl::Renew(LockCaller& me) {
   uint64_t token;
   {
     MutexLock g(st_mu_);
+    if (Status s = ActsOnCurrentLocked(me, "renew", /*strict=*/false); !s.ok()) return s;
     if (Status s = CheckHeldLocked("renew"); !s.ok()) return s;
     owner = owner_;
     acquired_at = acquired_at_;
@@ -532,21 +664,21 @@ Status LockImpl::Release(LockCaller& me) {
   uint64_t token;
   {
     MutexLock g(st_mu_);
+    if (Status s = ActsOnCurrentLocked(me, "release", /*strict=*/true); !s.ok()) return s;
     if (Status s = RefuseWhileAcquiringLocked("release"); !s.ok()) return s;
     st = StateLocked();
     if (state_ == LockState::kIdle) return Status::StateError("lock " + Name() + " is not held");
     if (state_ == LockState::kLost && released_)
       return Status::Lost("lock " + Name() + " was lost: " + lost_why_);
-    if (!IsHolderLocked())
-      return Status::StateError("lock " + Name() +
-                                " is held by another thread; with holder=thread only the thread "
-                                "that acquired it may release it");
     if (st == LockState::kHeld && count_ > 1) {
       --count_;  // an inner, reentrant hold
+      auto t = taken_.find(&me);
+      if (t != taken_.end() && t->second.gen == gen_ && t->second.holds > 0) --t->second.holds;
       return Status::OK();
     }
     owner = owner_;
     token = fence_;
+    releasing_ = true;
   }
   c_->renewer().Remove(this);
   bool freed = false;
@@ -566,6 +698,8 @@ Status LockImpl::Release(LockCaller& me) {
     }
     count_ = 0;
     released_ = true;
+    releasing_ = false;
+    HoldEndedLocked();
     session_watch_ = nullptr;
     cv_.notify_all();
   }
@@ -582,10 +716,12 @@ Status LockImpl::Rollback(LockCaller& me) {
   const bool ends_hold = scheme_->hold_is_transaction();
   {
     MutexLock g(st_mu_);
+    // A row lock's rollback ends the hold: only its holder, as release.
+    if (Status s = ActsOnCurrentLocked(me, "rollback", /*strict=*/ends_hold); !s.ok()) return s;
     if (Status s = RefuseWhileAcquiringLocked("rollback"); !s.ok()) return s;
     if (ends_hold) {
       if (Status s = CheckHeldLocked("rollback"); !s.ok()) return s;
-      if (!IsHolderLocked()) return Status::StateError("lock " + Name() + " is held by another thread");
+      releasing_ = true;
     }
   }
   Status s;
@@ -600,6 +736,8 @@ Status LockImpl::Rollback(LockCaller& me) {
     count_ = 0;
     if (s.ok()) state_ = LockState::kIdle;
     released_ = true;
+    releasing_ = false;
+    HoldEndedLocked();
     session_watch_ = nullptr;
     cv_.notify_all();
   }
@@ -614,6 +752,7 @@ Status LockImpl::Begin(LockCaller& me) {
   std::lock_guard<std::mutex> op(op_mu_);
   {
     MutexLock g(st_mu_);
+    if (Status s = ActsOnCurrentLocked(me, "begin", /*strict=*/false); !s.ok()) return s;
     if (Status s = CheckHeldLocked("begin"); !s.ok()) return s;
   }
   SchemeUse use(this);
@@ -632,6 +771,7 @@ Status LockImpl::Exec(LockCaller& me, const std::string& sql, const std::vector<
   std::lock_guard<std::mutex> op(op_mu_);
   {
     MutexLock g(st_mu_);
+    if (Status s = ActsOnCurrentLocked(me, "exec", /*strict=*/false); !s.ok()) return s;
     if (Status s = CheckHeldLocked("exec"); !s.ok()) return s;
   }
   SchemeUse use(this);
@@ -649,6 +789,13 @@ Status LockImpl::WaitLost(LockCaller& me, int64_t timeout_ms, const uint64_t* ca
   const CancelToken cancel{&me.cancel_seq, cancel_mark ? *cancel_mark : me.cancel_seq.load()};
   MutexLock g(st_mu_);
   for (;;) {
+    // The caller's hold (ViewLocked); it may change while we wait: a new
+    // holder's acquisition leaves a lost hold's holder with its record.
+    const View v = ViewLocked(me);
+    if (!v.current) {
+      if (v.state == LockState::kLost) return Status::Lost("lock " + Name() + " was lost: " + *v.why);
+      return Status::OK();
+    }
     LockState st = StateLocked();
     if (st == LockState::kLost) return Status::Lost("lock " + Name() + " was lost: " + LostWhyLocked());
     if (st == LockState::kIdle && !acquiring_) return Status::OK();

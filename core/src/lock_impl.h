@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,11 +29,16 @@ struct HolderId {
   bool explicit_id = false;
   uint64_t id = 0;
   bool operator==(const HolderId& o) const { return explicit_id == o.explicit_id && id == o.id; }
+  bool operator!=(const HolderId& o) const { return !(*this == o); }
+  bool operator<(const HolderId& o) const {
+    return explicit_id != o.explicit_id ? explicit_id < o.explicit_id : id < o.id;
+  }
   // The holder of the call running on this thread.
   static HolderId Current();
 };
 
-// Sets the explicit holder for the calls this thread makes while it lives.
+// Sets the explicit holder for the calls this thread makes while it lives;
+// id 0 is the calling OS thread (as a call without an id).
 class HolderScope {
  public:
   explicit HolderScope(uint64_t id);
@@ -47,17 +53,14 @@ class HolderScope {
 // share: objects of one client for the same key and options with
 // holder=thread (the article's 6.4: a thread that holds a key enters again
 // through any object for it). The hold and its count are shared; calls,
-// cancellation, close and the holds each object took are its own.
+// cancellation and close are the object's own, and so are the holds it took
+// (the LockImpl keeps those, by object: Taken).
 struct LockCaller {
   std::atomic<uint64_t> cancel_seq{0};
   Mutex mu;
   std::condition_variable_any cv;  // calls reached 0
   int calls GUARDED_BY(mu) = 0;
   bool closing GUARDED_BY(mu) = false;
-  // Holds this object took and did not give back, and of which hold
-  // (generation): close gives back only those.
-  std::atomic<int> holds{0};
-  std::atomic<uint64_t> hold_gen{0};
 };
 
 // One lock: the state machine (IDLE, HELD, LOST), reentrancy, the calls and
@@ -86,19 +89,20 @@ class LockImpl final : private LockHost {
   // A lock object closes: cancels its calls, waits for them, and gives back
   // the holds it took (the last one releases the lock).
   void Close(LockCaller& me);
-  // The generation of the current hold (new with every acquisition).
-  uint64_t HoldGen() const;
 
-  LockState CurrentState() const;
-  std::string Owner() const;
-  const char* OwnerCstr() const;
+  // The accessors answer for the caller's hold, as seen through object me
+  // (ViewLocked): the calling holder's, else the one me took.
+  LockState CurrentState(const LockCaller& me) const;
+  std::string Owner(const LockCaller& me) const;
+  const char* OwnerCstr(const LockCaller& me) const;
   // Copies the owner id into buf (NUL-terminated, cut at cap - 1); returns
   // its full length.
-  size_t CopyOwner(char* buf, size_t cap) const;
-  uint64_t Token() const;
+  size_t CopyOwner(const LockCaller& me, char* buf, size_t cap) const;
+  uint64_t Token(const LockCaller& me) const;
+  uint64_t Token() const;  // the current (or last) hold's, for the watchdog
   const std::string& key() const { return key_; }
-  int64_t RemainingMs() const;
-  int HoldCount() const;
+  int64_t RemainingMs(const LockCaller& me) const;
+  int HoldCount(const LockCaller& me) const;
   int HoldCountOfCaller() const;  // 0 unless the calling holder holds it
   // After a busy lease attempt: the holder's lease left by the server's
   // clock, in microseconds; -1 when unknown (row locks, or not busy).
@@ -144,16 +148,49 @@ class LockImpl final : private LockHost {
   Status CheckHeldLocked(const char* what) const REQUIRES(st_mu_);
   // Try's first step: re-enters a hold of the calling holder
   // (*reentered), or claims the acquisition (acquiring_) once no other
-  // thread holds or acquires the lock through this object.
-  Status Claim(Clock::time_point deadline, CancelToken cancel, bool* reentered);
+  // thread holds or acquires the lock through this object and no release
+  // of its hold is in flight (releasing_).
+  Status Claim(LockCaller& me, Clock::time_point deadline, CancelToken cancel, bool* reentered);
   // Try's last step: the state after the scheme's acquisition.
-  void Settle(const Status& s, const Grant& grant);
+  void Settle(LockCaller& me, const Status& s, const Grant& grant);
+
+  // Whose hold a caller sees through object me. With holder=lock always the
+  // lock's current (or last) hold. With holder=thread, in this order: the
+  // current hold if the calling holder holds it (through any object: shared
+  // holds); the calling holder's own hold if it was lost and another
+  // holder's followed (lost_); the last hold taken through me (a thread
+  // that holds nothing of its own there: a loss watcher, a binding whose
+  // holder is an id); else none.
+  struct View {
+    bool current = false;             // the lock's current hold: read the live fields
+    LockState state = LockState::kIdle;  // when !current
+    const std::string* owner = nullptr;  // when !current; nullptr: ""
+    uint64_t token = 0;               // when !current
+    const std::string* why = nullptr;    // when !current and LOST
+  };
+  View ViewLocked(const LockCaller& me) const REQUIRES(st_mu_);
+  // Which hold a call that acts on it (renew, begin, exec, a lease's
+  // rollback; release and a row lock's rollback with strict=true) may act
+  // on: OK for the lock's current hold, kLost for the caller's own lost
+  // hold, kState for none. Not strict: a caller that holds nothing of its
+  // own may act on the hold an explicit holder id took through me (calls
+  // that take no id from a binding whose holders are ids).
+  Status ActsOnCurrentLocked(const LockCaller& me, const char* what, bool strict) const
+      REQUIRES(st_mu_);
+  // The hold ended by its release (or a row lock's rollback, or close): no
+  // object keeps a share of it any more.
+  void HoldEndedLocked() REQUIRES(st_mu_);
+  // Before a new hold replaces a lost one of another holder: that holder
+  // keeps seeing its hold as LOST (lost_).
+  void RememberLostLocked(const HolderId& next) REQUIRES(st_mu_);
   // Try, after it claimed the acquisition: frees what a hold that was lost
   // but not released still pins (its lease row if still ours, its
   // transaction, its connections). op_mu_ held.
   void DropLostHold();
   // Gives back n holds of generation gen (Close); the last one releases.
   void ReleaseShares(uint64_t gen, int n);
+  // Test access (tests/core): sets the reentrant count of a held lock.
+  friend class LockImplTestPeer;
   // Releases a hold that is still taken, as close does (a row lock rolls
   // back). op_mu_ held.
   void DropHold();
@@ -185,6 +222,10 @@ class LockImpl final : private LockHost {
   mutable Conn* session_watch_ GUARDED_BY(st_mu_) = nullptr;  // the held, idle session
   HolderId holder_ GUARDED_BY(st_mu_);
   int count_ GUARDED_BY(st_mu_) = 0;
+  // A release of the hold is in flight (between its decision and its end,
+  // st_mu_ dropped for the round trip): the hold is neither re-entered nor
+  // claimed until it ends (Claim waits).
+  bool releasing_ GUARDED_BY(st_mu_) = false;
   uint64_t gen_ GUARDED_BY(st_mu_) = 0;
   bool released_ GUARDED_BY(st_mu_) = false;  // the database side of the last hold was released
   std::string owner_ GUARDED_BY(st_mu_);
@@ -192,6 +233,28 @@ class LockImpl final : private LockHost {
   uint64_t fence_ GUARDED_BY(st_mu_) = 0;
   Clock::time_point acquired_at_ GUARDED_BY(st_mu_){};
   Clock::time_point deadline_ GUARDED_BY(st_mu_){};
+  // Per lock object: the last hold taken through it (generation, holder,
+  // owner, token) and how many of its holds the object took and did not
+  // give back (close gives back those). Erased when the object closes.
+  struct Taken {
+    uint64_t gen = 0;
+    HolderId holder;
+    int holds = 0;
+    std::string owner;
+    uint64_t token = 0;
+  };
+  std::map<const LockCaller*, Taken> taken_ GUARDED_BY(st_mu_);
+  // Holds that were lost and then followed by another holder's hold, by
+  // holder: that holder still sees its hold LOST until its next attempt.
+  // At most kMaxLostHolds (the oldest is forgotten: that holder then sees
+  // nothing held, never another's hold).
+  struct LostHold {
+    uint64_t gen = 0;
+    std::string owner;
+    uint64_t token = 0;
+    std::string why;
+  };
+  std::map<HolderId, LostHold> lost_ GUARDED_BY(st_mu_);
   Mutex wait_mu_;
   Conn* wait_conn_ GUARDED_BY(wait_mu_) = nullptr;  // blocked in a server wait
   const std::atomic<uint64_t>* wait_caller_ GUARDED_BY(wait_mu_) = nullptr;  // whose wait

@@ -8,15 +8,15 @@
 
 namespace dlock {
 
-Status ClientImpl::CheckColumns(Conn& conn, const std::string& table,
-                                const std::vector<std::pair<std::string, std::string>>& want) {
+Status CheckTableColumns(Conn& conn, const std::string& table,
+                         const std::vector<std::pair<std::string, std::string>>& want) {
   ExecResult r;
   Status s = conn.Exec(
       "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS "
       "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
       {Param::Text(table)}, &r);
   if (!s.ok()) return s;
-  if (r.rows.empty()) return Status(Code::kState, "missing");
+  if (r.rows.empty()) return Status(Code::kState, "table " + table + " does not exist");
   for (const auto& w : want) {
     bool found = false;
     for (const Row& row : r.rows) {
@@ -80,11 +80,12 @@ std::string SchemaSeedSql(const ClientOptions& opts) {
   return "INSERT IGNORE INTO " + QuoteIdent(opts.table + "_fence") + " (id, fence_floor) VALUES (1, 0)";
 }
 
-std::string ClientImpl::QualifiedName(const std::string& table) const {
-  return "`" + QuoteKey(opts_.database) + "`.`" + table + "`";
-}
-
 namespace {
+
+// "`db`.`table`", for messages.
+std::string QualifiedName(const ClientOptions& opts, const std::string& table) {
+  return "`" + QuoteKey(opts.database) + "`.`" + table + "`";
+}
 
 // What an admin runs so that a user without CREATE can use dlock (README,
 // "Least privilege").
@@ -94,7 +95,7 @@ std::string Grant(const std::string& qualified) {
 
 }  // namespace
 
-Status ClientImpl::CheckPrivileges(Conn& conn, const SchemaTable& tb) {
+Status CheckTablePrivileges(Conn& conn, const ClientOptions& opts, const SchemaTable& tb) {
   const std::string t = QuoteIdent(tb.name);
   const std::string col = tb.cols.front().first;  // the primary key
   for (const char* privilege : tb.privileges) {
@@ -107,38 +108,41 @@ Status ClientImpl::CheckPrivileges(Conn& conn, const SchemaTable& tb) {
     Status s = conn.Prepare(probe);
     if (s.server_errno() == ER_TABLEACCESS_DENIED_ERROR || s.server_errno() == ER_COLUMNACCESS_DENIED_ERROR)
       return Status(Code::kDb,
-                    "the database user lacks the " + p + " privilege on " + QualifiedName(tb.name) +
-                        ", which dlock needs; an admin grants it: " + Grant(QualifiedName(tb.name)) +
-                        " (README: Least privilege) (" + s.message() + ")",
+                    "the database user lacks the " + p + " privilege on " +
+                        QualifiedName(opts, tb.name) + ", which dlock needs; an admin grants it: " +
+                        Grant(QualifiedName(opts, tb.name)) + " (README: Least privilege) (" +
+                        s.message() + ")",
                     s.server_errno());
     if (!s.ok()) return s;
   }
   return Status::OK();
 }
 
-Status ClientImpl::InitSchema(Conn& conn) {
-  for (const SchemaTable& tb : SchemaTables(opts_)) {
-    Status s = CheckColumns(conn, tb.name, tb.cols);
+Status EnsureTables(Conn& conn, const ClientOptions& opts) {
+  for (const SchemaTable& tb : SchemaTables(opts)) {
+    Status s = CheckTableColumns(conn, tb.name, tb.cols);
     if (s.code() == Code::kState) {  // missing: create it
       s = conn.Query(tb.ddl);
       if (s.server_errno() == ER_TABLEACCESS_DENIED_ERROR)
         return Status(Code::kDb,
-                      "table " + QualifiedName(tb.name) +
+                      "table " + QualifiedName(opts, tb.name) +
                           " is missing (or this database user has no privilege on it at all), "
                           "and the user lacks the CREATE privilege to create it: an admin "
                           "creates the tables once with `dlock init` (or runs the DDL of "
                           "`dlock init --print-sql`) and grants the user the rest: " +
-                          Grant(QualifiedName(tb.name)) + " (README: Least privilege) (" +
+                          Grant(QualifiedName(opts, tb.name)) + " (README: Least privilege) (" +
                           s.message() + ")",
                       s.server_errno());
       if (!s.ok()) return s;
-      s = CheckColumns(conn, tb.name, tb.cols);
+      s = CheckTableColumns(conn, tb.name, tb.cols);
     }
     if (!s.ok()) return s;
-    if (!(s = CheckPrivileges(conn, tb)).ok()) return s;
+    if (!(s = CheckTablePrivileges(conn, opts, tb)).ok()) return s;
   }
-  return conn.Query(SchemaSeedSql(opts_));
+  return conn.Query(SchemaSeedSql(opts));
 }
+
+Status ClientImpl::InitSchema(Conn& conn) { return EnsureTables(conn, opts_); }
 
 Status ClientImpl::EnsureSchema() {
   PooledConn conn;

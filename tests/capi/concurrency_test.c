@@ -14,6 +14,7 @@
  * Prints "N passed, N failed". CONC_TEST_ONLY=name,name runs only those.
  */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* syscall(SYS_gettid) */
 
 #include "dlock/dlock.h"
 
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -128,12 +130,13 @@ static uint64_t counter(dlock_client *c, const char *name) {
   return v;
 }
 
-/* ---- 1. try racing release on a shared lock whose lease ran out --------- */
+/* ---- 1. try racing release on one lock object (holder=lock) ------------- */
 
 struct race {
   dlock_lock *l;
   pthread_barrier_t *go;
   int rc;
+  char msg[512];
 };
 
 static void *race_try(void *p) {
@@ -141,6 +144,7 @@ static void *race_try(void *p) {
   dlock_error err;
   pthread_barrier_wait(r->go);
   r->rc = dlock_try(r->l, 100, &err);
+  memcpy(r->msg, err.message, sizeof r->msg);
   return NULL;
 }
 
@@ -149,12 +153,28 @@ static void *race_release(void *p) {
   dlock_error err;
   pthread_barrier_wait(r->go);
   r->rc = dlock_release(r->l, &err);
+  memcpy(r->msg, err.message, sizeof r->msg);
   return NULL;
 }
 
+/* One thread calls dlock_try(l, 100) while another calls dlock_release(l),
+ * every round, on a holder=lock object (so the try re-enters when it comes
+ * first). Checked exactly in every round, whichever call the scheduler lets
+ * in first or in between:
+ *   row (held once):   the release returns OK; the try OK or BUSY; the lock
+ *                      is held at the end (count 1, and another client cannot
+ *                      take it) exactly when the try returned OK. A try that
+ *                      came while the release was in flight waits for it and
+ *                      takes the lock afresh; it never re-enters a hold that
+ *                      is being released (that left try OK and the lock free).
+ *   lease (lost by our clock, not released): the release returns OK, LOST or
+ *                      STATE; the try OK or BUSY; try OK means a new hold
+ *                      (a greater token, not IDLE; HELD or, once its 40 ms
+ *                      ran out too, LOST), otherwise not HELD. */
 static void test_try_release_race(dlock_client *c, const char *mode) {
   char k[128];
   char suffix[32];
+  const int lease = strcmp(mode, "lease") == 0;
   snprintf(suffix, sizeof suffix, "race-%s", mode);
   const char *opts[] = {"holder", "lock", "ttl_ms", "40", "mode", mode, NULL};
   dlock_lock *l = lock_with(c, key(k, sizeof k, suffix), opts);
@@ -162,7 +182,7 @@ static void test_try_release_race(dlock_client *c, const char *mode) {
   dlock_lock *o = lock_with(other, k, (const char *const[]){"mode", mode, NULL});
   if (l == NULL || o == NULL) return;
   const int rounds = 150;
-  int bad = 0, held_ok = 0;
+  int bad = 0, tried_ok = 0, busy = 0;
   for (int i = 0; i < rounds; ++i) {
     dlock_error err;
     if (dlock_try(l, 2000, &err) != DLOCK_OK) {
@@ -170,49 +190,78 @@ static void test_try_release_race(dlock_client *c, const char *mode) {
       fprintf(stderr, "round %d: try: %s\n", i, err.message);
       continue;
     }
-    if (strcmp(mode, "lease") == 0) {
+    const uint64_t token0 = dlock_token(l);
+    if (lease) {
       /* Let the lease run out by our clock: state LOST, not yet released. */
       int64_t until = now_ms() + 2000;
       while (dlock_state(l) != DLOCK_STATE_LOST && now_ms() < until) sleep_ms(2);
     }
     pthread_barrier_t go;
     pthread_barrier_init(&go, NULL, 2);
-    struct race a = {l, &go, 0}, b = {l, &go, 0};
+    struct race a = {l, &go, 99, ""}, b = {l, &go, 99, ""};
     pthread_t ta, tb;
     pthread_create(&ta, NULL, race_try, &a);
     pthread_create(&tb, NULL, race_release, &b);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
     pthread_barrier_destroy(&go);
-    /* try: OK (taken again) or, in row mode, it was reentrant (OK too).
-     * release: OK, LOST (the lease ran out), STATE (another thread is
-     * acquiring it / not held). Never anything else. */
+    const int state = dlock_state(l), count = dlock_hold_count(l);
     if (!(a.rc == DLOCK_OK || a.rc == DLOCK_BUSY)) {
       ++bad;
-      fprintf(stderr, "round %d: try returned %s\n", i, dlock_code_name(a.rc));
+      fprintf(stderr, "round %d: try returned %s: %s\n", i, dlock_code_name(a.rc), a.msg);
     }
-    if (!(b.rc == DLOCK_OK || b.rc == DLOCK_E_LOST || b.rc == DLOCK_E_STATE)) {
+    if (lease ? !(b.rc == DLOCK_OK || b.rc == DLOCK_E_LOST || b.rc == DLOCK_E_STATE)
+              : b.rc != DLOCK_OK) {
       ++bad;
-      fprintf(stderr, "round %d: release returned %s\n", i, dlock_code_name(b.rc));
+      fprintf(stderr, "round %d: release returned %s: %s\n", i, dlock_code_name(b.rc), b.msg);
     }
-    if (dlock_held(l)) {
-      ++held_ok;
+    if (a.rc == DLOCK_OK) {
+      ++tried_ok;
+      /* lease: IDLE only when the release came after the try and gave back
+       * its new hold (the release then returned OK). */
+      int ok = lease ? dlock_token(l) > token0 &&
+                           (state == DLOCK_STATE_LOST || (state == DLOCK_STATE_HELD && count == 1) ||
+                            (state == DLOCK_STATE_IDLE && b.rc == DLOCK_OK))
+                     : state == DLOCK_STATE_HELD && count == 1;
+      if (!ok) {
+        ++bad;
+        fprintf(stderr, "round %d: try returned OK, then state %d, count %d, token %llu (was %llu)\n",
+                i, state, count, (unsigned long long)dlock_token(l), (unsigned long long)token0);
+      }
+    } else {
+      busy += a.rc == DLOCK_BUSY;
+      if (state == DLOCK_STATE_HELD) {
+        ++bad;
+        fprintf(stderr, "round %d: try returned %s, yet the lock is held\n", i,
+                dlock_code_name(a.rc));
+      }
+    }
+    if (state == DLOCK_STATE_HELD) {
       /* Held means held: nobody else gets it while l still says so (the
        * lease may run out meanwhile, so ask l again after o's try). */
-      if (i % 10 == 0 && dlock_try(o, 0, &err) == DLOCK_OK) {
+      if ((!lease || i % 10 == 0) && dlock_try(o, 0, &err) == DLOCK_OK) {
         if (dlock_held(l)) {
           ++bad;
           fprintf(stderr, "round %d: l says held, but another client took the key\n", i);
         }
         dlock_release(o, NULL);
       }
-      while (dlock_held(l) && dlock_release(l, NULL) == DLOCK_OK) {
+    } else if (state == DLOCK_STATE_IDLE) {
+      /* Not held means free: another client takes it at once. */
+      if (dlock_try(o, 0, &err) != DLOCK_OK) {
+        ++bad;
+        fprintf(stderr, "round %d: l is idle, but another client got %s: %s\n", i,
+                dlock_code_name(err.code), err.message);
+      } else {
+        dlock_release(o, NULL);
       }
+    }
+    while (dlock_held(l) && dlock_release(l, NULL) == DLOCK_OK) {
     }
     if (dlock_state(l) == DLOCK_STATE_LOST) dlock_release(l, NULL);
   }
+  printf("race %s: %d rounds, try OK %d, BUSY %d\n", mode, rounds, tried_ok, busy);
   CHECK(bad == 0, "%s: %d bad rounds of %d", mode, bad, rounds);
-  CHECK(held_ok > 0, "%s: the racing try never won", mode);
   /* Afterwards the key is free for others. */
   dlock_error err;
   CHECK(dlock_try(o, 3000, &err) == DLOCK_OK, "%s: key not free afterwards: %s", mode,
@@ -229,6 +278,7 @@ struct inside {
   dlock_lock *l;
   int which; /* 0 try, 1 wait_lost */
   volatile int started;
+  volatile long tid;
   int rc;
   int64_t returned_at;
 };
@@ -236,10 +286,25 @@ struct inside {
 static void *inside_call(void *p) {
   struct inside *in = p;
   dlock_error err;
+  __atomic_store_n(&in->tid, (long)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
   __atomic_store_n(&in->started, 1, __ATOMIC_SEQ_CST);
   in->rc = in->which == 0 ? dlock_try(in->l, 20000, &err) : dlock_wait_lost(in->l, 20000, &err);
   in->returned_at = now_ms();
   return NULL;
+}
+
+/* The scheduler state of thread tid of this process ('S' while it sleeps),
+ * or 0 when it cannot be read. */
+static char thread_state(long tid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/self/task/%ld/stat", tid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *paren = strrchr(buf, ')');
+  return paren != NULL && paren[1] == ' ' ? paren[2] : 0;
 }
 
 static void test_close_in_use(dlock_client *c, const char *mode) {
@@ -262,13 +327,27 @@ static void test_close_in_use(dlock_client *c, const char *mode) {
        * notices at its next read). */
       CHECK(dlock_try(l, 2000, &err) == DLOCK_OK, "try: %s", err.message);
     }
-    struct inside in = {l, which, 0, 99, 0};
+    struct inside in = {l, which, 0, 0, 99, 0};
+    uint64_t sent0 = counter(c, "statements");
     pthread_t t;
     pthread_create(&t, NULL, inside_call, &in);
-    while (!__atomic_load_n(&in.started, __ATOMIC_SEQ_CST)) sleep_ms(1);
+    /* dlock_close may only come once the call is inside the library (no call
+     * may start after it). A try is inside once it sent its first statement
+     * (nothing else on this client sends one meanwhile); a wait_lost sends
+     * none: it is inside once its thread, past "started", sleeps (its only
+     * sleep is the library's wait). */
+    int64_t until = now_ms() + 10000;
+    int inside = 0;
+    while (!inside && now_ms() < until) {
+      if (__atomic_load_n(&in.started, __ATOMIC_SEQ_CST))
+        inside = which == 0 ? counter(c, "statements") != sent0
+                            : thread_state(__atomic_load_n(&in.tid, __ATOMIC_SEQ_CST)) == 'S';
+      if (!inside) sleep_ms(1);
+    }
+    CHECK(inside, "%s variant %d: the call was not inside the library after 10 s", mode, variant);
     /* Not synchronisation: close must be right at any point of the call;
      * the variants spread it from the call's start to well inside it. */
-    sleep_ms(20 + 40 * (variant / 2));
+    sleep_ms(40 * (variant / 2));
     int64_t t0 = now_ms();
     if (cancel_first) dlock_cancel(l);
     dlock_close(l); /* must cancel and wait, not free under the other thread */
@@ -326,11 +405,14 @@ static void test_owner_copy(dlock_client *c, const char *mode) {
   pthread_t t;
   pthread_create(&t, NULL, owner_cycler, &o);
   int reads = 0;
-  int64_t until = now_ms() + 1500;
-  while (now_ms() < until && reads < 2048) {
+  /* Until 2048 reads and more than 10 acquisitions: however slow the
+   * machine, the reads overlap acquisitions (a minute is the bound). */
+  int64_t until = now_ms() + 60000;
+  while (now_ms() < until &&
+         (reads < 2048 || __atomic_load_n(&o.n, __ATOMIC_SEQ_CST) <= 10)) {
     char buf[256];
     size_t n = dlock_owner_copy(l, buf, sizeof buf);
-    if (n > 0) {
+    if (n > 0 && reads < 2048) {
       CHECK(n == strlen(buf), "length %zu vs copied %zu", n, strlen(buf));
       memcpy(read_back[reads++], buf, sizeof buf);
     }
@@ -718,6 +800,44 @@ static void test_holder_ids(dlock_client *c) {
     CHECK(dlock_held(l) == 1 && dlock_hold_count(l) == 1, "%s: inner release let go", mode);
     CHECK(dlock_release_as(l, 42, &err) == DLOCK_OK, "%s: last release_as: %s", mode, err.message);
     CHECK(dlock_held(l) == 0, "%s: still held", mode);
+    /* Calls that take no id (renew, begin, exec) act on an id's hold through
+     * the object it was taken with (a binding calls them from the holder's
+     * thread without its id), never through another object of the key. */
+    {
+      dlock_lock *l2 = lock_with(c, k, (const char *const[]){"mode", mode, NULL});
+      CHECK(as_on_new_thread(l, 42, 0) == DLOCK_OK, "%s: try_as(42) again", mode);
+      CHECK(dlock_held(l) == 1 && dlock_hold_count(l) == 1, "%s: the id's hold through l", mode);
+      CHECK(dlock_renew(l, &err) == DLOCK_OK, "%s: renew of the id's hold through l: %s", mode,
+            err.message);
+      CHECK(dlock_held(l2) == 0 && dlock_token(l2) == 0, "%s: l2 took nothing, yet shows a hold",
+            mode);
+      CHECK(dlock_renew(l2, &err) == DLOCK_E_STATE, "%s: renew through l2 returned %s", mode,
+            dlock_code_name(err.code));
+      CHECK(dlock_exec(l2, "SELECT 1", NULL, 0, NULL, &err) == DLOCK_E_STATE,
+            "%s: exec through l2 returned %s", mode, dlock_code_name(err.code));
+      CHECK(dlock_release(l, &err) == DLOCK_E_STATE, "%s: a release without the id", mode);
+      CHECK(dlock_release_as(l, 42, &err) == DLOCK_OK, "%s: release_as(42): %s", mode, err.message);
+      dlock_close(l2);
+    }
+    /* Holder id 0 is the calling OS thread in every call that takes an id,
+     * as in the calls without one. */
+    CHECK(dlock_try_as(l, 0, 0, &err) == DLOCK_OK, "%s: try_as(0): %s", mode, err.message);
+    CHECK(dlock_hold_count_as(l, 0) == 1 && dlock_hold_count(l) == 1, "%s: hold_count_as(0) %d",
+          mode, dlock_hold_count_as(l, 0));
+    CHECK(dlock_try(l, 0, &err) == DLOCK_OK && dlock_hold_count_as(l, 0) == 2,
+          "%s: the OS thread re-enters a try_as(0) hold", mode);
+    CHECK(as_on_new_thread(l, 0, 1) == DLOCK_E_STATE, "%s: release_as(0) on another thread", mode);
+    CHECK(as_on_new_thread(l, 0, 0) == DLOCK_BUSY, "%s: try_as(0) on another thread", mode);
+    CHECK(dlock_release(l, &err) == DLOCK_OK, "%s: release: %s", mode, err.message);
+    CHECK(dlock_release_as(l, 0, &err) == DLOCK_OK, "%s: release_as(0): %s", mode, err.message);
+    CHECK(dlock_held(l) == 0, "%s: held after the last release", mode);
+    {
+      uint64_t mark = dlock_cancel_mark(l);
+      CHECK(dlock_try_from(l, 0, mark, 0, &err) == DLOCK_OK, "%s: try_from(0): %s", mode,
+            err.message);
+      CHECK(dlock_release_as(l, 0, &err) == DLOCK_OK, "%s: release_as(0) of try_from(0): %s", mode,
+            err.message);
+    }
     CHECK(dlock_try_as(l, 7, 0, &err) == DLOCK_OK, "%s: holder 7 after release: %s", mode, err.message);
     CHECK(dlock_release_as(l, 7, &err) == DLOCK_OK, "%s: release_as(7)", mode);
     /* hold_count_as / rollback_as speak for one holder. */
@@ -948,6 +1068,291 @@ static void test_shared_holds(dlock_client *c) {
   dlock_client_close(other);
 }
 
+/* ---- 11. every accessor and call answers for the caller's own hold -------- */
+
+/* A thread that runs the steps it is given, one at a time: with
+ * holder=thread the thread is the holder, so each holder of a test is one
+ * such agent, and the test runs their steps in an exact order. */
+struct agent {
+  pthread_t t;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  void (*fn)(void *);
+  void *arg;
+  int pending, quit;
+};
+
+static void *agent_main(void *p) {
+  struct agent *a = p;
+  pthread_mutex_lock(&a->mu);
+  for (;;) {
+    while (!a->pending && !a->quit) pthread_cond_wait(&a->cv, &a->mu);
+    if (a->pending) {
+      pthread_mutex_unlock(&a->mu);
+      a->fn(a->arg);
+      pthread_mutex_lock(&a->mu);
+      a->pending = 0;
+      pthread_cond_broadcast(&a->cv);
+    } else {
+      break;
+    }
+  }
+  pthread_mutex_unlock(&a->mu);
+  return NULL;
+}
+
+static void agent_start(struct agent *a) {
+  memset(a, 0, sizeof *a);
+  pthread_mutex_init(&a->mu, NULL);
+  pthread_cond_init(&a->cv, NULL);
+  pthread_create(&a->t, NULL, agent_main, a);
+}
+
+/* Runs fn(arg) on the agent's thread and waits until it returned. */
+static void agent_run(struct agent *a, void (*fn)(void *), void *arg) {
+  pthread_mutex_lock(&a->mu);
+  a->fn = fn;
+  a->arg = arg;
+  a->pending = 1;
+  pthread_cond_broadcast(&a->cv);
+  while (a->pending) pthread_cond_wait(&a->cv, &a->mu);
+  pthread_mutex_unlock(&a->mu);
+}
+
+static void agent_stop(struct agent *a) {
+  pthread_mutex_lock(&a->mu);
+  a->quit = 1;
+  pthread_cond_broadcast(&a->cv);
+  pthread_mutex_unlock(&a->mu);
+  pthread_join(a->t, NULL);
+  pthread_cond_destroy(&a->cv);
+  pthread_mutex_destroy(&a->mu);
+}
+
+enum op { OP_SEE, OP_TRY, OP_RENEW, OP_BEGIN, OP_EXEC, OP_ROLLBACK, OP_RELEASE, OP_WAIT_LOST };
+
+/* One call through lock l on the agent's thread, and what the accessors say
+ * to that thread afterwards. */
+struct call {
+  dlock_lock *l;
+  enum op op;
+  int64_t ms;       /* try's wait, wait_lost's timeout */
+  const char *sql;  /* OP_EXEC, with one parameter */
+  const char *param;
+  int rc;
+  char msg[512];
+  int64_t took_ms;
+  int state, held, count;
+  uint64_t token;
+  int64_t remaining;
+  char owner[256];
+};
+
+static void do_call(void *p) {
+  struct call *c = p;
+  dlock_error err;
+  err.message[0] = '\0';
+  int64_t t0 = now_ms();
+  switch (c->op) {
+    case OP_SEE: c->rc = DLOCK_OK; break;
+    case OP_TRY: c->rc = dlock_try(c->l, c->ms, &err); break;
+    case OP_RENEW: c->rc = dlock_renew(c->l, &err); break;
+    case OP_BEGIN: c->rc = dlock_begin(c->l, &err); break;
+    case OP_EXEC:
+      c->rc = dlock_exec(c->l, c->sql, (const char *const[]){c->param}, 1, NULL, &err);
+      break;
+    case OP_ROLLBACK: c->rc = dlock_rollback(c->l, &err); break;
+    case OP_RELEASE: c->rc = dlock_release(c->l, &err); break;
+    case OP_WAIT_LOST: c->rc = dlock_wait_lost(c->l, c->ms, &err); break;
+  }
+  c->took_ms = now_ms() - t0;
+  memcpy(c->msg, err.message, sizeof c->msg);
+  c->state = dlock_state(c->l);
+  c->held = dlock_held(c->l);
+  c->count = dlock_hold_count(c->l);
+  c->token = dlock_token(c->l);
+  c->remaining = dlock_remaining_ms(c->l);
+  dlock_owner_copy(c->l, c->owner, sizeof c->owner);
+}
+
+/* Runs op through l on agent a; returns the call's result (and *out). */
+static struct call on(struct agent *a, dlock_lock *l, enum op op, int64_t ms) {
+  struct call c;
+  memset(&c, 0, sizeof c);
+  c.l = l;
+  c.op = op;
+  c.ms = ms;
+  agent_run(a, do_call, &c);
+  return c;
+}
+
+static struct call exec_on(struct agent *a, dlock_lock *l, const char *sql, const char *param) {
+  struct call c;
+  memset(&c, 0, sizeof c);
+  c.l = l;
+  c.op = OP_EXEC;
+  c.sql = sql;
+  c.param = param;
+  agent_run(a, do_call, &c);
+  return c;
+}
+
+/* Finding 1 of issue 24: T1 takes the key through O1 (ttl 300 ms) and
+ * stalls; T2, through its own O2 of the same client (objects that share one
+ * hold), takes it when T1's lease runs out. Through O1 (and O2) T1 then sees
+ * its own hold, LOST, with its token and owner, and every call acting on a
+ * hold says LOST; it never renews, begins or writes in T2's hold. Also with
+ * one object shared by both threads (a pool of workers). */
+static void test_own_hold_lost(dlock_client *c, int one_object) {
+  char k[128];
+  const char *what = one_object ? "one object" : "two objects";
+  key(k, sizeof k, one_object ? "own-lost-1" : "own-lost-2");
+  const char *opts[] = {"ttl_ms", "300", NULL};
+  dlock_lock *o1 = lock_with(c, k, opts);
+  dlock_lock *o2 = one_object ? o1 : lock_with(c, k, opts);
+  if (o1 == NULL || o2 == NULL) return;
+  struct agent t1, t2;
+  agent_start(&t1);
+  agent_start(&t2);
+  struct call a = on(&t1, o1, OP_TRY, 0);
+  CHECK(a.rc == DLOCK_OK && a.held && a.count == 1, "%s: T1 try: %s", what, a.msg);
+  const uint64_t token1 = a.token;
+  char owner1[256];
+  memcpy(owner1, a.owner, sizeof owner1);
+  /* T2 waits through its object; T1's lease runs out by our clock after
+   * 300 ms and T2 takes the key. */
+  struct call b = on(&t2, o2, OP_TRY, 10000);
+  CHECK(b.rc == DLOCK_OK && b.held && b.count == 1 && b.token > token1,
+        "%s: T2 try: %s (token %llu after %llu)", what, b.msg, (unsigned long long)b.token,
+        (unsigned long long)token1);
+  CHECK(strcmp(b.owner, owner1) != 0, "%s: T2 got T1's owner id", what);
+  /* T1, through its own object and through the other one. */
+  for (int via = 0; via < 2; ++via) {
+    dlock_lock *l = via ? o2 : o1;
+    struct call s = on(&t1, l, OP_SEE, 0);
+    CHECK(s.state == DLOCK_STATE_LOST && !s.held && s.count == 0 && s.remaining == 0,
+          "%s via O%d: T1 sees state %d held %d count %d remaining %lld", what, via + 1, s.state,
+          s.held, s.count, (long long)s.remaining);
+    CHECK(s.token == token1 && strcmp(s.owner, owner1) == 0,
+          "%s via O%d: T1 sees token %llu owner %s (its own: %llu %s)", what, via + 1,
+          (unsigned long long)s.token, s.owner, (unsigned long long)token1, owner1);
+  }
+  const enum op acts[] = {OP_RENEW, OP_BEGIN, OP_ROLLBACK};
+  for (size_t i = 0; i < sizeof acts / sizeof acts[0]; ++i) {
+    struct call r = on(&t1, o1, acts[i], 0);
+    CHECK(r.rc == DLOCK_E_LOST, "%s: T1's call %d on the lost hold returned %s: %s", what,
+          (int)acts[i], dlock_code_name(r.rc), r.msg);
+  }
+  struct call x = exec_on(&t1, o1, "SELECT ?", "1");
+  CHECK(x.rc == DLOCK_E_LOST, "%s: T1's exec returned %s: %s", what, dlock_code_name(x.rc), x.msg);
+  struct call w = on(&t1, o1, OP_WAIT_LOST, 5000);
+  CHECK(w.rc == DLOCK_E_LOST && w.took_ms < 1000, "%s: T1's wait_lost returned %s after %lld ms",
+        what, dlock_code_name(w.rc), (long long)w.took_ms);
+  /* T2's hold is untouched: its lease was not renewed by T1 (remaining
+   * falls), it is still held and T2 renews it. */
+  struct call s2 = on(&t2, o2, OP_SEE, 0);
+  CHECK(s2.held && s2.count == 1 && s2.token == b.token, "%s: T2's hold after T1's calls", what);
+  struct call r2 = on(&t2, o2, OP_RENEW, 0);
+  CHECK(r2.rc == DLOCK_OK, "%s: T2's renew: %s", what, r2.msg);
+  /* T1's release reports its loss, and leaves T2's hold alone. */
+  struct call rel1 = on(&t1, o1, OP_RELEASE, 0);
+  CHECK(rel1.rc == DLOCK_E_LOST, "%s: T1's release returned %s: %s", what,
+        dlock_code_name(rel1.rc), rel1.msg);
+  s2 = on(&t2, o1, OP_SEE, 0); /* T2 holds it through either object */
+  CHECK(s2.held && s2.count == 1 && s2.token == b.token, "%s: T2's hold after T1's release", what);
+  /* A new attempt by T1 (busy) is where its old loss ends. T1 then holds
+   * nothing of its own: through its own object it sees nothing; through an
+   * object another thread took the hold with, that hold (as a loss watcher
+   * would), and it still may not act on it. */
+  struct call again = on(&t1, o1, OP_TRY, 0);
+  CHECK(again.rc == DLOCK_BUSY, "%s: T1's new try returned %s", what, dlock_code_name(again.rc));
+  if (one_object)
+    CHECK(again.state == DLOCK_STATE_HELD && again.token == b.token,
+          "%s: T1 sees state %d token %llu through the object T2 took it with", what, again.state,
+          (unsigned long long)again.token);
+  else
+    CHECK(again.state == DLOCK_STATE_IDLE && !again.held && again.token == token1,
+          "%s: T1 sees state %d token %llu after its new try", what, again.state,
+          (unsigned long long)again.token);
+  struct call nr = on(&t1, o1, OP_RENEW, 0);
+  CHECK(nr.rc == DLOCK_E_STATE, "%s: T1's renew of T2's hold returned %s", what,
+        dlock_code_name(nr.rc));
+  struct call rel2 = on(&t2, o2, OP_RELEASE, 0);
+  CHECK(rel2.rc == DLOCK_OK, "%s: T2's release: %s", what, rel2.msg);
+  struct call mine = on(&t1, o1, OP_TRY, 0);
+  CHECK(mine.rc == DLOCK_OK && mine.held && mine.token > b.token, "%s: T1 takes it again: %s",
+        what, mine.msg);
+  on(&t1, o1, OP_RELEASE, 0);
+  agent_stop(&t1);
+  agent_stop(&t2);
+  if (!one_object) dlock_close(o2);
+  dlock_close(o1);
+}
+
+/* Finding 2 of issue 24: T1 holds the key through O1 and writes in its
+ * transaction; T2's try through its own O2 is busy, and then O2 shows T2
+ * nothing held, and T2's exec, rollback, begin, renew and release through O2
+ * are refused: T1's transaction keeps its row, which its release commits. */
+static void test_own_hold_busy(dlock_client *c, const char *mode) {
+  char k[128], id[32];
+  const int row = strcmp(mode, "row") == 0;
+  snprintf(id, sizeof id, "%ld", (long)(getpid() % 100000) * 10 + row);
+  key(k, sizeof k, row ? "own-busy-row" : "own-busy-lease");
+  const char *opts[] = {"mode", mode, NULL};
+  dlock_lock *o1 = lock_with(c, k, opts), *o2 = lock_with(c, k, opts);
+  dlock_lock *probe = lock_with(c, key(k, sizeof k, "own-busy-probe"),
+                                (const char *const[]){"mode", "row", "holder", "lock", NULL});
+  if (o1 == NULL || o2 == NULL || probe == NULL) return;
+  create_conc_biz(c);
+  struct agent t1, t2;
+  agent_start(&t1);
+  agent_start(&t2);
+  struct call a = on(&t1, o1, OP_TRY, 0);
+  CHECK(a.rc == DLOCK_OK, "%s: T1 try: %s", mode, a.msg);
+  if (!row) CHECK(on(&t1, o1, OP_BEGIN, 0).rc == DLOCK_OK, "%s: T1 begin", mode);
+  struct call x = exec_on(&t1, o1, "INSERT INTO conc_biz VALUES (?, 1)", id);
+  CHECK(x.rc == DLOCK_OK, "%s: T1's insert: %s", mode, x.msg);
+  struct call b = on(&t2, o2, OP_TRY, 0);
+  CHECK(b.rc == DLOCK_BUSY, "%s: T2's try returned %s", mode, dlock_code_name(b.rc));
+  CHECK(b.state == DLOCK_STATE_IDLE && !b.held && b.count == 0 && b.token == 0 &&
+            b.owner[0] == '\0' && b.remaining == (row ? -1 : 0),
+        "%s: after a busy try T2 sees state %d held %d count %d token %llu owner '%s' remaining "
+        "%lld through its object",
+        mode, b.state, b.held, b.count, (unsigned long long)b.token, b.owner,
+        (long long)b.remaining);
+  struct call bx = exec_on(&t2, o2, "DELETE FROM conc_biz WHERE id = ?", id);
+  CHECK(bx.rc == DLOCK_E_STATE, "%s: T2's exec in T1's transaction returned %s", mode,
+        dlock_code_name(bx.rc));
+  const enum op acts[] = {OP_ROLLBACK, OP_BEGIN, OP_RENEW, OP_RELEASE};
+  for (size_t i = 0; i < sizeof acts / sizeof acts[0]; ++i) {
+    struct call r = on(&t2, o2, acts[i], 0);
+    CHECK(r.rc == DLOCK_E_STATE, "%s: T2's call %d on T1's hold returned %s: %s", mode,
+          (int)acts[i], dlock_code_name(r.rc), r.msg);
+  }
+  struct call w = on(&t2, o2, OP_WAIT_LOST, 5000);
+  CHECK(w.rc == DLOCK_OK && w.took_ms < 1000, "%s: T2's wait_lost returned %s after %lld ms", mode,
+        dlock_code_name(w.rc), (long long)w.took_ms);
+  /* T1's hold and transaction are whole: its release commits its row. */
+  struct call s = on(&t1, o1, OP_SEE, 0);
+  CHECK(s.held && s.count == 1 && s.token == a.token, "%s: T1's hold after T2's calls", mode);
+  CHECK(on(&t1, o1, OP_RELEASE, 0).rc == DLOCK_OK, "%s: T1's release", mode);
+  int64_t affected = -1;
+  dlock_error err;
+  if (dlock_try(probe, 5000, &err) == DLOCK_OK) {
+    CHECK(dlock_exec(probe, "DELETE FROM conc_biz WHERE id = ?", (const char *const[]){id}, 1,
+                     &affected, &err) == DLOCK_OK,
+          "%s: probe delete: %s", mode, err.message);
+    CHECK(affected == 1, "%s: T1's row was not committed with its release (%lld rows)", mode,
+          (long long)affected);
+    dlock_release(probe, NULL);
+  }
+  agent_stop(&t1);
+  agent_stop(&t2);
+  dlock_close(probe);
+  dlock_close(o2);
+  dlock_close(o1);
+}
+
 /* ---- dlock_client_init_schema while the client's locks are in use ---------- */
 
 struct cycler {
@@ -1027,6 +1432,8 @@ int main(void) {
   RUN("holder_ids", test_holder_ids(c));
   RUN("wait_lost_mark", test_wait_lost_mark(c));
   RUN("shared_holds", test_shared_holds(c));
+  RUN("own_lost", (test_own_hold_lost(c, 0), test_own_hold_lost(c, 1)));
+  RUN("own_busy", (test_own_hold_busy(c, "lease"), test_own_hold_busy(c, "row")));
   RUN("init_schema", test_init_schema_in_use(c));
   RUN("cancel_lease", test_cancel_race("lease"));
   RUN("cancel_row", test_cancel_race("row"));

@@ -77,6 +77,58 @@ def holders(prefix):
     return json.loads(r.stdout)
 
 
+# A job's worker: appends "NAME enter T" and then "NAME tick T" every 20 ms
+# (T: wall-clock seconds) to a log shared by the "hosts" of a test, until
+# killed; with --once it stops after entering.
+WORKER = r"""
+import os, sys, time
+name, log = sys.argv[1], sys.argv[2]
+def note(what):
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.write(fd, f"{name} {what} {time.time():.6f}\n".encode())
+    os.close(fd)
+note("enter")
+while "--once" not in sys.argv:
+    time.sleep(0.02)
+    note("tick")
+"""
+
+
+def log_lines(path):
+    """[(name, what, t)] from a worker log."""
+    out = []
+    for line in read(path).splitlines():
+        name, what, t = line.split()
+        out.append((name, what, float(t)))
+    return out
+
+
+def fresh_lease_end(key, ttl):
+    """Waits until key's lease was just renewed; returns when it expires (wall
+    clock, from the server's word). The next renewal is ttl/3 away, so what
+    stops renewals right after this call leaves the lease ending then."""
+    def just_renewed():
+        t0 = time.time()
+        h = holders(key)
+        t1 = time.time()
+        if h and h[0]["expires_in_s"] >= ttl - 0.25:
+            return (t0 + t1) / 2 + h[0]["expires_in_s"]
+        return None
+    return poll(just_renewed, 10, "a renewal")
+
+
+def admin_command():
+    """The mariadb client as the test URL's user, or None."""
+    from urllib.parse import urlsplit
+    u = urlsplit(URL)
+    db = u.path.lstrip("/")
+    cmd = ["mariadb", "--no-defaults", "-h", u.hostname, "-P", str(u.port or 3306),
+           "-u", u.username or "root", db]
+    if u.password:
+        cmd.append(f"-p{u.password}")
+    return cmd, u, db
+
+
 class CliTest(unittest.TestCase):
     def setUp(self):
         self.key = f"clitest:{uuid.uuid4().hex[:12]}"
@@ -93,6 +145,30 @@ class CliTest(unittest.TestCase):
 
     def path(self, name):
         return os.path.join(self.dir, name)
+
+    def worker(self):
+        path = self.path("worker.py")
+        if not os.path.exists(path):
+            with open(path, "w") as f:
+                f.write(WORKER)
+        return path
+
+    def user_with_password(self, password, grant="ALL PRIVILEGES"):
+        """Creates a user with a password and `grant` on the test database
+        (dropped after the test); returns its URL without the password."""
+        admin, u, db = admin_command()
+        user = "dlockcli_" + uuid.uuid4().hex[:8]
+        try:
+            r = subprocess.run(admin + ["-e", f"CREATE USER '{user}'@'%' IDENTIFIED BY '{password}'; "
+                                              f"GRANT {grant} ON `{db}`.* TO '{user}'@'%'"],
+                               capture_output=True, text=True, timeout=30)
+        except FileNotFoundError:
+            self.skipTest("no mariadb client")
+        if r.returncode != 0:
+            self.skipTest("cannot create a user here: " + r.stderr.strip())
+        self.addCleanup(subprocess.run, admin + ["-e", f"DROP USER '{user}'@'%'"],
+                        capture_output=True, timeout=30)
+        return f"mysql://{user}@{u.hostname}:{u.port or 3306}/{db}"
 
     def hold(self, *opts, ttl="30s"):
         """Starts `dlock run KEY` whose command records its env and pid, then
@@ -302,6 +378,362 @@ class CliTest(unittest.TestCase):
         p.wait(timeout=10)
         self.assertEqual(dlock("run", self.key, "--mode", "row", "--wait", "0", "--", "true").returncode, 0)
 
+
+    # -- the job dies with the lock, whole (issue 18, 1) -----------------------
+
+    def test_sigkill_of_dlock_kills_the_grandchild_and_no_run_overlaps(self):
+        log, gcfile = self.path("log"), self.path("gc")
+        # The work runs in a grandchild of dlock's command (sh starts python).
+        script = 'python3 "$1" A "$2" & echo $! > "$3.tmp"; mv "$3.tmp" "$3"; wait'
+        a = start("run", self.key, "--ttl", "2s", "--", "sh", "-c", script, "sh", self.worker(),
+                  log, gcfile)
+        self.procs.append(a)
+        poll(lambda: any(w == "tick" for _, w, _ in log_lines(log)), 10, "A's worker to tick")
+        gc = int(read(gcfile))
+        b = start("run", self.key, "--wait", "20s", "--", "python3", self.worker(), "B", log, "--once")
+        self.procs.append(b)
+        a.send_signal(signal.SIGKILL)
+        killed_at = time.monotonic()
+        a.wait(timeout=5)
+        poll(lambda: not alive(gc), 1.0, "the grandchild to die with dlock")
+        gone_after = time.monotonic() - killed_at
+        self.assertEqual(b.wait(timeout=20), 0, b.stderr.read())
+        lines = log_lines(log)
+        last_a = max(t for n, _, t in lines if n == "A")
+        b_enter = [t for n, w, t in lines if n == "B" and w == "enter"]
+        self.assertEqual(len(b_enter), 1, lines)
+        self.assertLess(last_a, b_enter[0], lines)
+        print(f"\n  grandchild gone {gone_after * 1000:.0f} ms after SIGKILL of dlock; "
+              f"B entered {b_enter[0] - last_a:.2f} s after A's last tick", file=sys.stderr)
+
+    def test_a_stopped_dlock_still_stops_its_job_before_the_lease_can_expire(self):
+        log, gcfile = self.path("log"), self.path("gc")
+        script = 'python3 "$1" A "$2" & echo $! > "$3.tmp"; mv "$3.tmp" "$3"; wait'
+        a = start("run", self.key, "--ttl", "2s", "--", "sh", "-c", script, "sh", self.worker(),
+                  log, gcfile)
+        self.procs.append(a)
+        poll(lambda: any(w == "tick" for _, w, _ in log_lines(log)), 10, "A's worker to tick")
+        gc = int(read(gcfile))
+        lease_end = fresh_lease_end(self.key, 2.0)
+        a.send_signal(signal.SIGSTOP)  # dlock frozen: no renewals, no word to its guard
+        try:
+            # The guard kills the tree at the lease's end minus the margin
+            # (200 ms at this ttl) by itself.
+            poll(lambda: not alive(gc), 3, "the guard to kill the tree")
+            last_a = max(t for n, _, t in log_lines(log) if n == "A")
+            self.assertLess(last_a, lease_end - 0.05)
+            print(f"\n  dlock stopped: its guard killed the job {lease_end - last_a:.2f} s before "
+                  f"the lease could expire", file=sys.stderr)
+        finally:
+            a.send_signal(signal.SIGCONT)
+        self.assertEqual(a.wait(timeout=10), 79, a.stderr.read())
+
+    def test_leftovers_of_a_finished_job_are_stopped_before_the_release(self):
+        pidfile = self.path("bg")
+        script = 'sleep 60 & echo $! > "$1.tmp"; mv "$1.tmp" "$1"; exit 3'
+        r = dlock("run", self.key, "--", "sh", "-c", script, "sh", pidfile)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("left processes running", r.stderr)
+        self.assertFalse(alive(int(read(pidfile))))
+        self.assertEqual(holders(self.key), [])
+
+    def test_a_lost_lease_on_a_terminal_stops_the_whole_tree(self):
+        import pty
+        gcfile = self.path("gc")
+        script = 'sleep 300 & echo $! > "$1.tmp"; mv "$1.tmp" "$1"; wait'
+        pid, fd = pty.fork()
+        if pid == 0:
+            try:
+                os.execve(DLOCK, [DLOCK, "run", self.key, "--ttl", "2s", "--", "sh", "-c", script,
+                                  "sh", gcfile], env())
+            finally:
+                os._exit(127)
+        try:
+            poll(lambda: read(gcfile), 10, "the job to start")
+            gc = int(read(gcfile))
+            self.assertEqual(dlock("release", "--force", self.key).returncode, 0)
+            poll(lambda: not alive(gc), 5, "the job's child to be stopped")
+            _, status = os.waitpid(pid, 0)
+        finally:
+            os.close(fd)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 79)
+
+    # -- nothing leaks into the job (issue 18, 2) ------------------------------
+
+    def test_the_job_has_no_socket_and_the_signals_it_would_have_had(self):
+        # Both probes look at themselves (a shell would show its own mask
+        # while it waits for a child): the open descriptors, without opening
+        # one, and the signal mask and ignored signals of a plain grep.
+        fds = ("import os, stat\n"
+               "for fd in range(1024):\n"
+               "    try: st = os.fstat(fd)\n"
+               "    except OSError: continue\n"
+               "    print(fd, 'socket' if stat.S_ISSOCK(st.st_mode) else 'other')\n")
+        sigs = ["grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"]
+        run = dict(capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=30)
+        want_sigs = subprocess.run(sigs, **run).stdout
+        self.assertRegex(want_sigs, r"SigBlk")
+        for mode in ("lease", "row"):
+            r = subprocess.run([DLOCK, "run", self.key, "--mode", mode, "--", "python3", "-c", fds],
+                               env=env(), **run)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.split("\n")[:3], ["0 other", "1 other", "2 other"], r.stdout)
+            self.assertEqual(r.stdout.strip().count("\n"), 2, r.stdout)  # nothing but 0, 1, 2
+            r = subprocess.run([DLOCK, "run", self.key, "--mode", mode, "--", *sigs], env=env(), **run)
+            self.assertEqual(r.stdout, want_sigs)
+
+    def test_sigpipe_ends_a_job_as_it_would_without_dlock(self):
+        # `dlock run k -- yes | head -1`: yes dies of SIGPIPE, dlock says so.
+        p = subprocess.Popen([DLOCK, "run", self.key, "--", "yes"], env=env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        self.procs.append(p)
+        self.assertEqual(p.stdout.readline(), b"y\n")
+        p.stdout.close()
+        self.assertEqual(p.wait(timeout=10), 128 + signal.SIGPIPE, p.stderr.read())
+
+    def test_the_job_gets_no_password(self):
+        secret = "S3cr3t-" + uuid.uuid4().hex[:8]
+        url = self.user_with_password(secret)
+        with_pw = url.replace("@", f":{secret}@", 1)
+        show = ["run", self.key, "--", "env"]
+        for environ in (env(DLOCK_URL=with_pw), env(DLOCK_URL=url, DLOCK_PASSWORD=secret)):
+            r = dlock(*show, environ=environ)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn(secret, r.stdout)
+            job_env = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+            self.assertNotIn("DLOCK_PASSWORD", job_env)
+            self.assertEqual(job_env["DLOCK_URL"], url)  # the URL stays, without its password
+            self.assertEqual(job_env["DLOCK_KEY"], self.key)
+            self.assertGreater(int(job_env["DLOCK_TOKEN"]), 0)
+            self.assertIn(":", job_env["DLOCK_OWNER"])
+        # --url on the command line: nothing of it reaches the job's environment.
+        no_url = {k: v for k, v in os.environ.items() if k != "DLOCK_URL"}
+        r = dlock("--url", with_pw, *show, environ=no_url)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn(secret, r.stdout + r.stderr)
+        # list, doctor, release and a wrong password: never the password.
+        p, _ = self.hold()
+        for args in (["list"], ["list", "--json"], ["doctor"], ["-v", "--help"]):
+            r = dlock(*args, environ=env(DLOCK_URL=with_pw))
+            self.assertNotIn(secret, r.stdout + r.stderr, args)
+        wrong = url.replace("@", f":{secret}x@", 1)
+        for args in (["list"], ["doctor"], ["run", self.key, "--", "true"], ["release", "--force", "k"]):
+            r = dlock(*args, environ=env(DLOCK_URL=wrong))
+            self.assertIn(r.returncode, (1, 69), (args, r.stdout, r.stderr))
+            self.assertNotIn(secret, r.stdout + r.stderr, args)
+
+    def test_no_message_shows_the_password_of_a_malformed_url(self):
+        secret = "S3cr3tPW"
+        port = URL.split("@")[-1].split("/")[0].split(":")[-1]
+        shapes = [
+            f"mysql://app:{secret}127.0.0.1:{port}/test",            # the '@' missing
+            f"mysql://app:{secret}@127.0.0.1:notaport/test",
+            f"mysql://app:S3cr/3tPW@127.0.0.1:{port}/test",           # '/' in the password
+            f"mysql://app:S3cr?3tPW@127.0.0.1:{port}/test",
+            f"mysql://app:S3cr#3tPW@127.0.0.1:{port}/test",
+            f"mysql://app:{secret}%zz@127.0.0.1:{port}/test",
+            f"mysql://app:{secret}@127.0.0.1:{port}",                  # no database
+            f"mysql://app:{secret}@[::1/test",
+            f"mysql://app:{secret}@127.0.0.1:{port}/test?bogus=1",
+            f"mysql://app:{secret}@127.0.0.1:{port}/te`st",
+            f"mysql://app:{secret}@@127.0.0.1:{port}/test",
+            f"mysql://app:{secret}@127.0.0.1:1/test",                  # nothing listens
+            f"mysql:/app:{secret}@127.0.0.1/test",
+            f"http://app:{secret}@127.0.0.1/test",
+            f" mysql://app:{secret}@127.0.0.1:{port}/test",
+        ]
+        # Any 4 bytes of the password in a row, so that a password cut in two
+        # by a typo ('/', '?', '#') is caught too.
+        pieces = [secret[i:i + 4] for i in range(len(secret) - 3)]
+        commands = [["run", "k", "--", "true"], ["list"], ["doctor"], ["release", "--force", "k"],
+                    ["cleanup"], ["init"], ["init", "--print-sql"]]
+        no_url = {k: v for k, v in os.environ.items() if k != "DLOCK_URL"}
+        for url in shapes:
+            for args in commands:
+                for how in ("flag", "env"):
+                    if how == "flag":
+                        r = dlock("--url", url, *args, environ=no_url)
+                    else:
+                        r = dlock(*args, environ=env(DLOCK_URL=url))
+                    out = r.stdout + r.stderr
+                    ok = (0, 1, 2, 69) if "--print-sql" in args else (1, 2, 69)
+                    self.assertIn(r.returncode, ok, (url, args, how, out))
+                    for piece in pieces:
+                        self.assertNotIn(piece, out, (url, args, how))
+        # The password from DLOCK_PASSWORD, with a URL where nothing listens.
+        r = dlock("run", "k", "--", "true",
+                  environ=env(DLOCK_URL="mysql://app@127.0.0.1:1/test", DLOCK_PASSWORD=secret))
+        self.assertEqual(r.returncode, 69)
+        self.assertNotIn(secret, r.stderr)
+
+    # -- stop before the next one can start (issue 18, 3) ----------------------
+
+    def test_a_frozen_server_stops_the_job_before_the_lease_can_expire(self):
+        d = os.environ.get("DLOCK_TEST_DB_DIR")
+        pidfile = os.path.join(d, "mariadbd.pid") if d else ""
+        if not pidfile or not os.path.exists(pidfile) or URL.split("@")[-1] not in read(
+                os.path.join(d, "url")):
+            self.skipTest("the test server is not ours to freeze")
+        server = int(read(pidfile))
+        log, gcfile = self.path("log"), self.path("gc")
+        script = ('trap \'echo "A term $(date +%s.%N)" >> "$2"; exit 0\' TERM; '
+                  'python3 "$1" A "$2" & echo $! > "$3.tmp"; mv "$3.tmp" "$3"; wait')
+        ttl = 3.0
+        a = start("run", self.key, "--ttl", "3s", "--", "sh", "-c", script, "sh", self.worker(), log,
+                  gcfile)
+        self.procs.append(a)
+        poll(lambda: any(w == "tick" for _, w, _ in log_lines(log)), 10, "A's worker to tick")
+        gc = int(read(gcfile))
+        lease_end = fresh_lease_end(self.key, ttl)
+        os.kill(server, signal.SIGSTOP)
+        frozen_at = time.time()
+        try:
+            rc = a.wait(timeout=ttl + 5)
+            ended = time.time()
+        finally:
+            os.kill(server, signal.SIGCONT)
+        err = a.stderr.read()
+        self.assertEqual(rc, 79, err)
+        self.assertIn("no renewal", err)
+        self.assertIn("not released", err)
+        self.assertFalse(alive(gc))
+        # The lease was renewed just before the freeze, and never again: the
+        # job was dead before it could expire (SIGTERM at its end - grace
+        # 0.7 s - margin 0.3 s, SIGKILL at its end - margin).
+        last_a = max(t for n, w, t in log_lines(log) if n == "A" and w == "tick")
+        self.assertLess(last_a, lease_end - 0.1, err)
+        self.assertLess(ended, lease_end + 2)
+        print(f"\n  frozen server: the job's last write {lease_end - last_a:.2f} s before the lease "
+              f"could expire; dlock exited {ended - frozen_at:.2f} s after the freeze", file=sys.stderr)
+
+    def test_forced_release_leaves_a_lock_delay_and_no_run_overlaps(self):
+        log = self.path("log")
+        a = start("run", self.key, "--ttl", "3s", "--", "python3", self.worker(), "A", log)
+        self.procs.append(a)
+        poll(lambda: any(w == "tick" for _, w, _ in log_lines(log)), 10, "A's worker to tick")
+        b = start("run", self.key, "--wait", "20s", "--", "python3", self.worker(), "B", log, "--once")
+        self.procs.append(b)
+        released_at = time.time()  # the revocation comes after this
+        r = dlock("release", "--force", self.key)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        delay = re.search(r"another owner can take it in ([\d.]+)(ms|s)", r.stdout)
+        self.assertIsNotNone(delay, r.stdout)
+        delay_s = float(delay.group(1)) / (1000 if delay.group(2) == "ms" else 1)
+        self.assertGreater(delay_s, 1.0)  # what was left of a 3 s lease renewed every 1 s
+        h = holders(self.key)
+        if h:  # until the lease's end the key shows as revoked, nobody's
+            self.assertEqual((h[0]["revoked"], h[0]["owner"]), (True, ""), h)
+        self.assertEqual(a.wait(timeout=10), 79, a.stderr.read())
+        self.assertEqual(b.wait(timeout=20), 0, b.stderr.read())
+        lines = log_lines(log)
+        last_a = max(t for n, _, t in lines if n == "A")
+        b_enter = [t for n, w, t in lines if n == "B" and w == "enter"][0]
+        self.assertLess(last_a, b_enter)
+        # Not before the revoked lease's end (the delay is printed to 0.1 s).
+        self.assertGreater(b_enter, released_at + delay_s - 0.06)
+        print(f"\n  forced release: A stopped {last_a - released_at:.2f} s after it, B started "
+              f"{b_enter - released_at:.2f} s after it (lock-delay {delay_s:.2f} s)", file=sys.stderr)
+
+    def test_grace_must_fit_the_ttl(self):
+        r = dlock("run", self.key, "--ttl", "3s", "--grace", "10s", "--", "true")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--grace", r.stderr)
+        self.assertEqual(dlock("run", self.key, "--ttl", "3s", "--grace", "1.2s", "--", "true").returncode, 0)
+        self.assertEqual(dlock("run", self.key, "--mode", "row", "--grace", "1m", "--", "true").returncode, 0)
+
+    # -- cron-quiet (issue 18, 4) ----------------------------------------------
+
+    def test_quiet_conflict_exit_code_and_verbose_holder(self):
+        _, info = self.hold()
+        r = dlock("run", "-q", self.key, "--", "true")
+        self.assertEqual((r.returncode, r.stderr), (75, ""))
+        r = dlock("run", self.key, "--quiet", "-E", "3", "true")
+        self.assertEqual((r.returncode, r.stderr), (3, ""))
+        r = dlock("run", self.key, "--conflict-exit-code", "0", "true")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("held by another owner", r.stderr)
+        r = dlock("run", self.key, "-v", "-n", "true")
+        self.assertEqual(r.returncode, 75)
+        self.assertRegex(r.stderr, rf"held by {re.escape(info['owner'])} \(token {info['token']}, "
+                                   rf"expires in [\d.]+s\)")
+        # A job that itself exits 75 is told apart from a busy key with -E.
+        r = dlock("run", self.key + "-free", "-E", "42", "sh", "-c", "exit 75")
+        self.assertEqual(r.returncode, 75)
+        for bad in ("256", "-1", "x"):
+            self.assertEqual(dlock("run", self.key, "-E", bad, "true").returncode, 2, bad)
+
+    # -- flock-like parsing (issue 18, 5) --------------------------------------
+
+    def test_options_stop_at_the_command(self):
+        r = dlock("run", self.key, "echo", "--ttl", "5s", "hello")
+        self.assertEqual((r.returncode, r.stdout), (0, "--ttl 5s hello\n"), r.stderr)
+        r = dlock("run", self.key, "ls", "-d", self.dir)
+        self.assertEqual((r.returncode, r.stdout), (0, self.dir + "\n"), r.stderr)
+        r = dlock("run", "-w", "1s", self.key, "--ttl", "5s", "-v", "echo", "x")
+        self.assertEqual((r.returncode, r.stdout), (0, "x\n"), r.stderr)
+        self.assertIn("waiting up to 1.0s", r.stderr)
+        r = dlock("run", self.key, "--", "echo", "--", "-n")
+        self.assertEqual(r.stdout, "-- -n\n")
+        r = dlock("run", "--", "-dash-key", "sh", "-c", 'echo "$DLOCK_KEY"')
+        self.assertEqual(r.stdout, "-dash-key\n", r.stderr)
+        r = dlock("--url", URL, "run", self.key, "--ttl=2s", "-nv", "true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("waiting up to 0ms", r.stderr)
+        self.assertEqual(dlock("run", self.key, "-n", "-w", "1s", "true").returncode, 2)
+
+    def test_durations(self):
+        _, _ = self.hold()
+        t = time.monotonic()
+        r = dlock("run", self.key, "-w", ".5", "true")
+        self.assertEqual(r.returncode, 75, r.stderr)
+        self.assertGreaterEqual(time.monotonic() - t, 0.5)
+        self.assertIn("within 500ms", r.stderr)
+        for good in ("1m30s", "1d", "2h", "1.5m", "250ms", "1h30m15s", "0.25s"):
+            r = dlock("run", self.key + "-d", "--max-hold", good, "true")
+            self.assertEqual(r.returncode, 0, (good, r.stderr))
+        for bad in ("1h30", "30s1m", "1m1m", "1.", ".", "5x", "-1s", "1e3", "31d", "s"):
+            r = dlock("run", self.key + "-d", "--max-hold", bad, "true")
+            self.assertEqual(r.returncode, 2, (bad, r.stderr))
+
+    # -- max hold in the CLI (issue 18, 6) -------------------------------------
+
+    def test_no_max_hold_by_default(self):
+        r = dlock("run", "--help")
+        self.assertRegex(r.stdout, r"--max-hold DURATION=0 ")
+        self.assertIn("No --max-hold by default", r.stdout)
+        readme = read(os.path.join(SOURCE_DIR, "cli", "README.md"))
+        self.assertRegex(readme, r"\| `--max-hold D` \| none \|")
+        # The README's crontab line names the command by its full path.
+        for path in ("cli/README.md", "README.md"):
+            text = read(os.path.join(SOURCE_DIR, path))
+            cron = [l for l in text.splitlines() if re.match(r"^[*0-9]\S* \S+ \S+ \S+ \S+ .*dlock run", l)]
+            self.assertTrue(cron, f"no crontab line in {path}")
+            for line in cron:
+                self.assertRegex(line, r"\s/\S*/dlock run ", path)
+
+    def test_a_row_lock_lost_with_its_connection_stops_the_job_at_once(self):
+        admin, _, _ = admin_command()
+        p, info = self.hold("--mode", "row")
+        # The holder's transaction is the one with rows locked in the row table.
+        try:
+            r = subprocess.run(admin + ["-N", "-e", "SELECT trx_mysql_thread_id FROM "
+                                        "information_schema.INNODB_TRX WHERE trx_rows_locked > 0"],
+                               capture_output=True, text=True, timeout=30)
+        except FileNotFoundError:
+            self.skipTest("no mariadb client")
+        ids = r.stdout.split()
+        if r.returncode != 0 or len(ids) != 1:
+            self.skipTest("cannot tell the holder's connection: " + r.stdout + r.stderr)
+        subprocess.run(admin + ["-e", f"KILL {ids[0]}"], capture_output=True, timeout=30)
+        killed_at = time.monotonic()
+        rc = p.wait(timeout=15)
+        err = p.stderr.read()
+        self.assertEqual(rc, 79, err)
+        self.assertIn("connection", err)
+        self.assertFalse(alive(info["pid"]))
+        self.assertLess(time.monotonic() - killed_at, 3, err)  # WaitLost sees it, no renew poll
+        print(f"\n  {err.strip()} ({(time.monotonic() - killed_at) * 1000:.0f} ms after KILL)", file=sys.stderr)
+
     # -- list / release / init / cleanup / doctor ------------------------------
 
     def test_list_json_shows_the_holder(self):
@@ -319,6 +751,22 @@ class CliTest(unittest.TestCase):
         self.assertEqual(holders(self.key + "-no-such-prefix"), [])
         # LIKE wildcards in a prefix are literal.
         self.assertEqual(holders(self.key[:-1] + "_"), [])
+        self.assertIn("row lock", text.stdout)  # says why row locks are not listed
+
+    def test_list_json_hex_keys_host_and_pid(self):
+        key = self.key.encode() + b"\xff\xfe-bin"
+        p = subprocess.Popen([DLOCK.encode(), b"run", key, b"--", b"sleep", b"60"], env=env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.procs.append(p)
+        h = poll(lambda: holders(self.key), 10, "the binary key to be held")
+        self.assertEqual(len(h), 1, h)
+        self.assertIsNone(h[0]["key"])  # not UTF-8: only as hex
+        self.assertEqual(bytes.fromhex(h[0]["key_hex"]), key)
+        self.assertEqual(h[0]["pid"], p.pid)
+        self.assertEqual(h[0]["host"], h[0]["owner"].split(":")[0])
+        self.assertFalse(h[0]["revoked"])
+        text = dlock("list", self.key)
+        self.assertIn("\\xff\\xfe-bin", text.stdout)
 
     def test_init_twice_and_print_sql(self):
         for _ in range(2):

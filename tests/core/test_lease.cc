@@ -1,7 +1,22 @@
 // core_lease: the lease lock (scheme 1) against the fixture server: acquire,
 // busy, release, owner safety, expiry by the database clock, fencing tokens.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <climits>
+
 #include "core_test_util.h"
+#include "lock_impl.h"
+
+namespace dlock {
+// Sets the reentrant count of a held lock, so that a test reaches INT_MAX
+// without 2^31 calls.
+class LockImplTestPeer {
+ public:
+  static void SetCount(LockImpl& l, int n) {
+    MutexLock g(l.st_mu_);
+    l.count_ = n;
+  }
+};
+}  // namespace dlock
 
 using dlock::Code;
 using dlock::LockState;
@@ -326,4 +341,30 @@ TEST_CASE("lease: a new key after cleanup starts above the fence floor") {
   DT_REQUIRE_CODE(a->Try(0), Code::kOk);
   CHECK(a->token() > first);
   DT_CHECK_CODE(a->Release(), Code::kOk);
+}
+
+TEST_CASE("lease: re-entry stops at INT_MAX holds with kState; the count never wraps") {
+  auto c = OpenClient();
+  Admin admin;
+  const std::string key = kPrefix + "intmax";
+  dlock::LockOptions opts = c->impl()->lock_defaults();
+  auto l = std::make_shared<dlock::LockImpl>(c, key, opts, "");
+  dlock::LockCaller me;
+  DT_REQUIRE_CODE(l->Try(me, 0), Code::kOk);
+  dlock::LockImplTestPeer::SetCount(*l, INT_MAX - 1);
+  DT_CHECK_CODE(l->Try(me, 0), Code::kOk);
+  CHECK(l->HoldCount(me) == INT_MAX);
+  dlock::Status s = l->Try(me, 0);
+  CHECK(s.code() == Code::kState);
+  CHECK(s.message().find("2147483647 times") != std::string::npos);
+  CHECK(l->HoldCount(me) == INT_MAX);
+  CHECK(l->CurrentState(me) == LockState::kHeld);
+  // One release counts down by one: the lock stays held.
+  DT_CHECK_CODE(l->Release(me), Code::kOk);
+  CHECK(l->HoldCount(me) == INT_MAX - 1);
+  CHECK(LeaseRow(admin, key)[0].value_or("") != "");
+  dlock::LockImplTestPeer::SetCount(*l, 1);
+  DT_CHECK_CODE(l->Release(me), Code::kOk);
+  CHECK(l->CurrentState(me) == LockState::kIdle);
+  l->Close(me);
 }

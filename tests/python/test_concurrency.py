@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -323,3 +324,68 @@ def test_ctrl_c_at_varied_points_always_interrupts(client2: dlock.Client, db_url
     last = out.stdout.strip().splitlines()[-1]
     assert last.startswith("slowest") and last.endswith("over 150"), out.stdout
     assert float(last.split()[1]) < 1.0, last
+
+
+def test_a_thread_whose_lease_ran_out_sees_its_own_hold(client: dlock.Client, key: str) -> None:
+    """Issue 24, finding 1: lock objects of one client for one key share the
+    key's hold (holder = the thread). T1's lease runs out and T2 takes the
+    key through its own object; through T1's object T1 then sees its own
+    hold, lost, with its token and owner, and cannot renew T2's."""
+    l1 = client.lock(key, ttl=0.3, auto_renew=False)
+    l2 = client.lock(key, ttl=0.3, auto_renew=False)
+    with ThreadPoolExecutor(1) as t1, ThreadPoolExecutor(1) as t2:
+        def on(pool: ThreadPoolExecutor, fn, *args):
+            return pool.submit(fn, *args).result(timeout=60)
+
+        def seen(lock: dlock.Lock):
+            return (lock.held, lock.locked(), lock.state, lock.lost, lock.token, lock.owner,
+                    lock.hold_count, lock.remaining)
+
+        assert on(t1, lambda: l1.acquire(blocking=False))
+        token1, owner1 = on(t1, lambda: (l1.token, l1.owner))
+        assert on(t2, lambda: l2.acquire(timeout=10))  # once T1's 0.3 s ran out
+        token2 = on(t2, lambda: l2.token)
+        assert token2 > token1
+        for lock in (l1, l2):
+            assert on(t1, seen, lock) == (False, False, "lost", True, token1, owner1, 0, 0.0)
+        for call in (l1.renew, l1.begin):
+            with pytest.raises(dlock.LockLost):
+                on(t1, call)
+        assert on(t1, l1.wait_lost, 5) is True
+        with pytest.raises(dlock.LockLost):
+            on(t1, l1.release)
+        assert on(t2, lambda: (l2.held, l2.token, l2.hold_count)) == (True, token2, 1)
+        on(t2, l2.renew)
+        on(t2, l2.release)
+
+
+def test_a_thread_that_never_acquired_cannot_act_on_anothers_hold(
+        client: dlock.Client, key: str, table: str, sql) -> None:
+    """Issue 24, finding 2: T2's try through its own object is busy; then
+    that object shows T2 nothing held, and T2 cannot write in, roll back or
+    renew T1's transaction; T1's release commits T1's row."""
+    for mode in ("lease", "row"):
+        k = f"{key}:{mode}"
+        def make() -> dlock.Lock:
+            return client.row_lock(k) if mode == "row" else client.lock(k, transaction=True)
+
+        l1, l2 = make(), make()
+        with ThreadPoolExecutor(1) as t1, ThreadPoolExecutor(1) as t2:
+            def on(pool: ThreadPoolExecutor, fn, *args):
+                return pool.submit(fn, *args).result(timeout=60)
+
+            assert on(t1, lambda: l1.acquire(blocking=False))
+            row_id = 1 if mode == "lease" else 2
+            assert on(t1, l1.execute, f"INSERT INTO {table} (id, v) VALUES (?, ?)", [row_id, mode]) == 1
+            assert not on(t2, lambda: l2.acquire(blocking=False))
+            assert on(t2, lambda: (l2.held, l2.locked(), l2.state, l2.token, l2.owner, l2.hold_count)) == (
+                False, False, "idle", 0, "", 0)
+            with pytest.raises(dlock.StateError):
+                on(t2, l2.execute, f"DELETE FROM {table} WHERE id = ?", [row_id])
+            for call in (l2.rollback, l2.renew, l2.release):
+                with pytest.raises(dlock.StateError):
+                    on(t2, call)
+            assert on(t2, l2.wait_lost, 5) is False  # nothing held: returns at once
+            assert on(t1, lambda: (l1.held, l1.hold_count)) == (True, 1)
+            on(t1, l1.release)
+    assert sql(f"SELECT id, v FROM {table} ORDER BY id") == [["1", "lease"], ["2", "row"]]

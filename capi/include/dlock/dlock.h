@@ -255,6 +255,12 @@ DLOCK_EXPORT void dlock_close(dlock_lock *lock);
  * through it (since 1.1; before, each object was a holder of its own).
  * Other threads, other clients and objects with other options are other
  * holders. With holder=lock each object is one holder of its own.
+ * Re-entry stops at INT_MAX holds: one more dlock_try by that holder returns
+ * DLOCK_E_STATE (the count never wraps). A dlock_try of the holder that runs
+ * while a release of its hold is in flight (another thread's dlock_release,
+ * dlock_rollback of a row lock, dlock_close) does not re-enter the hold
+ * being given back: it waits for the release, within wait_ms, then takes the
+ * lock afresh (DLOCK_BUSY if the release outlasts the wait).
  * The wait for a free pool connection is bounded by wait_ms, but is at least
  * 1 s, so that wait_ms=0 still gets a connection in a busy process. The
  * whole call returns within max(wait_ms, connect_timeout) + connect_timeout +
@@ -273,7 +279,11 @@ DLOCK_EXPORT int dlock_try(dlock_lock *lock, int64_t wait_ms, dlock_error *err);
  * whose threads are not OS threads: Java passes the Java thread's id, so
  * that a virtual thread that moves between carrier threads stays the same
  * holder. Ids only compare with ids: a plain dlock_try (the OS thread) and a
- * dlock_try_as are different holders. Since 1.1. */
+ * dlock_try_as with a nonzero id are different holders. Holder id 0 means
+ * the calling OS thread in every function that takes one (dlock_try_as,
+ * dlock_try_from, dlock_release_as, dlock_rollback_as, dlock_hold_count_as):
+ * the same holder as the plain call (1.2.0 read 0 so only in
+ * dlock_try_from; its _as calls took 0 as an ordinary id). Since 1.1. */
 DLOCK_EXPORT int dlock_try_as(dlock_lock *lock, uint64_t holder, int64_t wait_ms,
                               dlock_error *err);
 DLOCK_EXPORT int dlock_release_as(dlock_lock *lock, uint64_t holder, dlock_error *err);
@@ -281,8 +291,9 @@ DLOCK_EXPORT int dlock_release_as(dlock_lock *lock, uint64_t holder, dlock_error
  * holder like dlock_release). Since 1.1. */
 DLOCK_EXPORT int dlock_rollback_as(dlock_lock *lock, uint64_t holder, dlock_error *err);
 /* The reentrant holds of holder: 0 when the lock is not held or is held by
- * another holder (with holder=lock: dlock_hold_count). Never touches the
- * network; any thread. Since 1.1. */
+ * another holder (with holder=lock: dlock_hold_count). Unlike the accessors
+ * below, never the hold of another holder taken through this object. Never
+ * touches the network; any thread. Since 1.1. */
 DLOCK_EXPORT int dlock_hold_count_as(const dlock_lock *lock, uint64_t holder);
 
 /* Cancelling a call that has not begun yet. dlock_cancel reaches calls
@@ -291,8 +302,8 @@ DLOCK_EXPORT int dlock_hold_count_as(const dlock_lock *lock, uint64_t holder);
  * arms its cancel, then calls dlock_try_from with the mark: every
  * dlock_cancel on this object after the mark ends that call with
  * DLOCK_E_CANCELLED, even one that came before the call began. No
- * re-sending needed. holder: as dlock_try_as, or 0 for the calling OS thread
- * (like dlock_try). dlock_wait_lost_from takes the same mark (since 1.2).
+ * re-sending needed. holder: as dlock_try_as (0: the calling OS thread, as
+ * dlock_try). dlock_wait_lost_from takes the same mark (since 1.2).
  * Since 1.1. */
 DLOCK_EXPORT uint64_t dlock_cancel_mark(const dlock_lock *lock);
 DLOCK_EXPORT int dlock_try_from(dlock_lock *lock, uint64_t holder, uint64_t cancel_mark,
@@ -301,7 +312,10 @@ DLOCK_EXPORT int dlock_try_from(dlock_lock *lock, uint64_t holder, uint64_t canc
 /* Extends a held lease by its ttl, from the database's clock.
  * DLOCK_OK, or DLOCK_E_LOST (expired by the database clock or taken: the
  * object's state becomes LOST). For a row lock: checks that the lock's
- * connection and transaction are still alive. */
+ * connection and transaction are still alive. Acts on the caller's hold
+ * only (see "Whose hold" below): DLOCK_E_LOST when the caller's own hold was
+ * lost (also after another holder took the key since), DLOCK_E_STATE when
+ * the caller holds nothing here; never on another holder's hold. */
 DLOCK_EXPORT int dlock_renew(dlock_lock *lock, dlock_error *err);
 
 /* Releases the lock. DLOCK_OK, or DLOCK_E_LOST if it had already expired or
@@ -311,17 +325,24 @@ DLOCK_EXPORT int dlock_renew(dlock_lock *lock, dlock_error *err);
  * transaction begun with dlock_begin failed: the error says so), LOST
  * otherwise (lost, unknown, or the release itself failed: a lease then stays
  * taken until it expires); a second release returns without touching the
- * database. Returns within 2*connect_timeout + read_timeout. */
+ * database. Returns within 2*connect_timeout + read_timeout. Only the
+ * holder releases (with holder=thread: the thread, or id with
+ * dlock_release_as, that acquired; DLOCK_E_STATE for another caller; see
+ * "Whose hold" below). */
 DLOCK_EXPORT int dlock_release(dlock_lock *lock, dlock_error *err);
 
-/* Row lock only: ROLLBACK instead of COMMIT (the protected work failed). */
+/* Row lock: ROLLBACK instead of COMMIT (the protected work failed); this
+ * ends the hold (every reentrant hold), so only its holder may, as for
+ * dlock_release. Lease lock: discards the transaction opened by dlock_begin
+ * and keeps the lease; acts on the caller's hold, as dlock_renew. */
 DLOCK_EXPORT int dlock_rollback(dlock_lock *lock, dlock_error *err);
 
 /* Lease lock (A7): opens a transaction on a connection of the lock's own.
  * dlock_exec then runs there, and dlock_release runs the release inside it
  * and commits both (or, if the lease was lost, rolls both back and returns
  * DLOCK_E_LOST). dlock_rollback discards the transaction and keeps the lease.
- * Row locks are always in their transaction: DLOCK_OK, nothing to do. */
+ * Row locks are always in their transaction: DLOCK_OK, nothing to do.
+ * Acts on the caller's hold only, as dlock_renew. */
 DLOCK_EXPORT int dlock_begin(dlock_lock *lock, dlock_error *err);
 
 /* Runs one SQL statement on the lock's own connection, inside the lock's
@@ -339,7 +360,8 @@ DLOCK_EXPORT int dlock_begin(dlock_lock *lock, dlock_error *err);
  * transaction ended anyway (a deadlock rolled it back, a procedure
  * committed), a row lock is LOST (DLOCK_E_LOST: the server released the
  * row), and a lease's transaction is gone (DLOCK_E_STATE, or the statement's
- * own error; the lease stays held; call dlock_begin again). */
+ * own error; the lease stays held; call dlock_begin again). Runs in the
+ * caller's hold only, as dlock_renew: never in another holder's transaction. */
 DLOCK_EXPORT int dlock_exec(dlock_lock *lock, const char *sql,
                             const char *const *params, size_t nparams,
                             int64_t *out_affected, dlock_error *err);
@@ -348,7 +370,9 @@ DLOCK_EXPORT int dlock_exec(dlock_lock *lock, const char *sql,
  * taken, connection died, max hold ran out), released or not held
  * (DLOCK_OK), timeout_ms passes (DLOCK_E_TIMEOUT) or dlock_cancel is called
  * (DLOCK_E_CANCELLED). This is how a caller learns of a loss on its own
- * thread: the library never calls back. */
+ * thread: the library never calls back. Waits on the hold the accessors
+ * describe to the caller (see "Whose hold" below): a watcher thread that
+ * holds nothing of its own waits on the hold taken through this object. */
 DLOCK_EXPORT int dlock_wait_lost(dlock_lock *lock, int64_t timeout_ms, dlock_error *err);
 /* dlock_wait_lost counting every dlock_cancel on this object after
  * cancel_mark (from dlock_cancel_mark), also one that came before the call
@@ -374,6 +398,32 @@ DLOCK_EXPORT int dlock_cancel(dlock_lock *lock);
 
 /* ---- accessors (never touch the network; any thread) ------------------- */
 
+/* Whose hold. With holder=lock the object is the holder: every call and
+ * accessor is about the object's hold, whichever thread makes it. With
+ * holder=thread (objects of one client for a key and options share the
+ * key's hold, see dlock_try), the accessors below (dlock_state, dlock_held,
+ * dlock_owner, dlock_owner_copy, dlock_token, dlock_remaining_ms,
+ * dlock_hold_count) and dlock_wait_lost answer for the calling thread's
+ * hold, as seen through this object, in this order:
+ *   1. the key's current hold if the caller holds it (through any object);
+ *   2. else the caller's own hold that was lost while another holder has
+ *      taken the key since: LOST, with that hold's token and owner, until
+ *      the caller's next dlock_try;
+ *   3. else the hold last taken through this object, by whichever holder
+ *      (for a thread that holds nothing of its own here: a loss watcher, a
+ *      binding's thread acting for an id): its state, or LOST once that
+ *      hold was lost, or IDLE with its token and owner once it was released;
+ *   4. else nothing: IDLE, token 0, owner "".
+ * So a thread whose hold was lost never sees the next holder's hold as its
+ * own, and an object that never acquired shows nothing held. The calls that
+ * act on a hold do so only for its holder: dlock_release and a row lock's
+ * dlock_rollback for the holder itself (DLOCK_E_STATE otherwise);
+ * dlock_renew, dlock_begin, dlock_exec and a lease's dlock_rollback for
+ * the holder, and, since they take no holder id, for a call without an id
+ * through the object an id (dlock_try_as / dlock_try_from) took the hold
+ * with; a caller whose own hold was lost gets DLOCK_E_LOST, any other
+ * DLOCK_E_STATE. */
+
 /* Current state (see dlock_state_t); a held lease whose deadline passed on
  * our monotonic clock reports LOST. A held row lock whose connection the
  * server closed (KILL, wait_timeout, restart: the server then rolled back
@@ -382,10 +432,11 @@ DLOCK_EXPORT int dlock_cancel(dlock_lock *lock);
 DLOCK_EXPORT int dlock_state(const dlock_lock *lock);
 /* 1 if held now, else 0. */
 DLOCK_EXPORT int dlock_held(const dlock_lock *lock);
-/* Owner id of the current/last acquisition ("" before the first). Owned by
- * the lock; valid until the next dlock_try or dlock_close. Only safe while no
- * other thread calls dlock_try on the lock: a lock shared by threads should
- * read its owner with dlock_owner_copy. */
+/* Owner id of the current/last acquisition ("" before the first; the hold
+ * described under "Whose hold"). Owned by the lock; valid until the next
+ * dlock_try or dlock_close. Only safe while no other thread calls dlock_try
+ * on the lock (or on an object sharing its hold): a lock shared by threads
+ * should read its owner with dlock_owner_copy. */
 DLOCK_EXPORT const char *dlock_owner(const dlock_lock *lock);
 /* Copies the owner id into buf (buf_size bytes; cut to buf_size - 1 and
  * NUL-terminated; buf may be NULL when buf_size is 0) and returns its full
@@ -413,7 +464,8 @@ DLOCK_EXPORT int64_t dlock_remaining_ms(const dlock_lock *lock);
  * Since 1.1. */
 DLOCK_EXPORT int64_t dlock_busy_remaining_ms(const dlock_lock *lock);
 /* Reentrant hold count: 0 when not held, 1 after the first dlock_try, +1
- * for each further dlock_try by the same holder. */
+ * for each further dlock_try by the same holder (the hold described under
+ * "Whose hold"; dlock_hold_count_as counts one holder's only). */
 DLOCK_EXPORT int dlock_hold_count(const dlock_lock *lock);
 
 /* ---- observability: events and counters (B6) --------------------------- */

@@ -128,7 +128,8 @@ class Client {
 // of one client with the same key, mode and options and holder=thread share
 // their hold: the thread that holds the key enters again through any of
 // them; the last release (through any of them) releases it; closing one
-// gives back the holds it took.
+// gives back the holds it took. The accessors, WaitLost and the calls that
+// act on a hold answer for the caller's own hold (dlock.h, "Whose hold").
 class Lock {
  public:
   static Status Open(std::shared_ptr<Client> client, const std::string& key, const Config& cfg,
@@ -160,7 +161,8 @@ class Lock {
   bool held() const { return state() == LockState::kHeld; }
   // Try/Release on behalf of a holder id instead of the calling OS thread
   // (holder=thread locks; ignored with holder=lock): for bindings whose
-  // threads move between OS threads (Java virtual threads).
+  // threads move between OS threads (Java virtual threads). Id 0: the
+  // calling OS thread, in each of these.
   Status TryAs(uint64_t holder, int64_t wait_ms);
   Status ReleaseAs(uint64_t holder);
   Status RollbackAs(uint64_t holder);
@@ -186,8 +188,6 @@ class Lock {
 
  private:
   explicit Lock(std::shared_ptr<LockImpl> impl);
-  Status Took(Status s);
-  Status Gave(Status s);
   std::shared_ptr<LockImpl> impl_;  // shared by the objects of one key (holder=thread)
   std::unique_ptr<LockCaller> me_;  // this object's calls, cancel and holds
 };
