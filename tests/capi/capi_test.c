@@ -461,10 +461,16 @@ static void test_client_open(void) {
           "fragment: \"%s\"", msg_of(&err));
     EXPECT(dlock_client_open(&c, "mysql://root@[]:1/test", NULL, E), DLOCK_E_INVALID);
     CHECK(strstr(err.message, "empty host") != NULL, "[] as host: \"%s\"", msg_of(&err));
-    /* An '@' in an option value is no password problem. */
-    EXPECT(dlock_client_open(&c, "mysql://127.0.0.1:1/test?ssl_ca=/a@b/ca.pem&pool=0", NULL, E),
+    /* An '@' in an option value is no password problem when the URL has a
+     * user name; after a bare host:port it cannot be told from a password
+     * with '/' or '?' (user:12/pw@host), so it is refused, showing nothing. */
+    EXPECT(dlock_client_open(&c, "mysql://root@127.0.0.1:1/test?ssl_ca=/a@b/ca.pem&pool=0", NULL, E),
            DLOCK_E_INVALID);
     CHECK(strstr(err.message, "pool") != NULL, "'@' in an option: \"%s\"", msg_of(&err));
+    EXPECT(dlock_client_open(&c, "mysql://127.0.0.1:1/test?ssl_ca=/a@b/ca.pem&pool=0", NULL, E),
+           DLOCK_E_INVALID);
+    CHECK(strstr(err.message, "%40") != NULL && strstr(err.message, "ca.pem") == NULL,
+          "'@' after host:port: \"%s\"", msg_of(&err));
   }
 
   /* Wrong password: DLOCK_E_CONNECT, and the password is in no message. */
