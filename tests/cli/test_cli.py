@@ -706,7 +706,7 @@ class CliTest(unittest.TestCase):
         # The README's crontab line names the command by its full path.
         for path in ("cli/README.md", "README.md"):
             text = read(os.path.join(SOURCE_DIR, path))
-            cron = [l for l in text.splitlines() if re.match(r"^[*0-9]\S* \S+ \S+ \S+ \S+ .*dlock run", l)]
+            cron = [l for l in text.splitlines() if re.match(r"^(?:[*0-9,/-]+ ){5}.*dlock run", l)]
             self.assertTrue(cron, f"no crontab line in {path}")
             for line in cron:
                 self.assertRegex(line, r"\s/\S*/dlock run ", path)
