@@ -215,6 +215,16 @@ class CliTest(unittest.TestCase):
         p.send_signal(signal.SIGTERM)
         self.assertEqual(waiter.wait(timeout=20), 0, waiter.stderr.read())
 
+    def test_wait_none_has_no_limit(self):
+        """--wait none is the core's negative wait: no 24 h cap, no limit at all."""
+        p, _ = self.hold()
+        waiter = start("run", self.key, "-v", "--wait", "none", "--", "true")
+        self.procs.append(waiter)
+        self.assertIn("waiting without limit", waiter.stderr.readline())
+        p.send_signal(signal.SIGTERM)
+        self.assertEqual(waiter.wait(timeout=20), 0, waiter.stderr.read())
+        self.assertEqual(dlock("run", self.key, "--wait", "25h", "--", "true").returncode, 0)
+
     def test_signal_while_waiting_stops_the_wait(self):
         self.hold()
         waiter = start("run", self.key, "-v", "--wait", "60s", "--", "true")
