@@ -48,7 +48,7 @@ fi
 
 if [ -z "${DLOCK_TEST_QUICK:-}" ]; then
   # The core's own suites: what links the core, minus the install/ABI checks.
-  core_tests='^(db_start|db_stop|core_.*|lifecycle|capi_test|capi_concurrency|capi_idle|fuzz_.*_corpus)$'
+  core_tests='^(db_start|db_stop|core_.*|lifecycle|capi_test|capi_concurrency|capi_session|capi_idle|fuzz_.*_corpus)$'
   for san in address thread; do
     section "core tests under sanitizer: $san"
     cmake -S . -B "build-$san" -G Ninja -DBUILD_TESTING=ON -DDLOCK_SANITIZE=$san \

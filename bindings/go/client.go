@@ -18,7 +18,8 @@ import (
 	"github.com/dlock/dlock-go/internal/dlockc"
 )
 
-// Version is the C library's version ("1.0.0").
+// Version is the loaded C library's version ("1.3.0"). Open fails with
+// ErrInternal when it is older than this package needs (1.3).
 func Version() string { return dlockc.Dlock_version() }
 
 // Client is a bounded pool of lock connections to one server. It is safe for
@@ -28,7 +29,6 @@ type Client struct {
 	mu   sync.RWMutex // read: a call on h; write: Close
 	h    dlockc.Struct_SS_dlock_client
 	wait *time.Duration // WithWait given to Open
-	mode string         // WithMode given to Open, if any
 }
 
 // Open connects to
@@ -38,24 +38,28 @@ type Client struct {
 // (the password may instead come from the environment variable
 // DLOCK_PASSWORD), checks that the server is writable and creates the lock
 // tables if missing. Options set client keys and lock defaults.
+//
+// A lock keeps itself until it is released: the client's locks renew their
+// lease (auto_renew=1) unless WithAutoRenew(false) is given here or to
+// NewLock. Max hold (WithMaxHold, 5 min by default) still ends a hold that
+// is never released, and a loss is always reported (Lost, ErrLost).
 func Open(url string, opts ...Option) (*Client, error) {
-	var cfg dlockc.Struct_SS_dlock_config
-	o := collect(opts)
-	if len(opts) > 0 {
-		c, err := newConfig(o)
-		if err != nil {
-			return nil, err
-		}
-		defer dlockc.Dlock_config_free(c)
-		cfg = c
+	if err := libraryErr(); err != nil {
+		return nil, err
 	}
+	o := collect(append([]Option{WithAutoRenew(true)}, opts...)) // the caller's options win
+	cfg, err := newConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	defer dlockc.Dlock_config_free(cfg)
 	e := newCerr()
 	defer e.free()
 	h := dlockc.Dlockswig_client_open(url, cfg, e.p)
 	if h.Swigcptr() == 0 {
 		return nil, e.err(e.p.GetCode())
 	}
-	c := &Client{h: h, wait: o.wait, mode: o.mode()}
+	c := &Client{h: h, wait: o.wait}
 	runtime.SetFinalizer(c, (*Client).Close) // a safety net only: Close it
 	return c, nil
 }

@@ -63,6 +63,7 @@ var (
 	codeState     = Code(dlockc.DLOCK_E_STATE)
 	codeTimeout   = Code(dlockc.DLOCK_E_TIMEOUT)
 	codeCancelled = Code(dlockc.DLOCK_E_CANCELLED)
+	codeInternal  = Code(dlockc.DLOCK_E_INTERNAL)
 )
 
 // Error is every error the package returns. errors.Is matches it against the

@@ -10,8 +10,9 @@ import (
 	"github.com/dlock/dlock-go/internal/dlockc"
 )
 
-// maxWaitMs is dlock_try's and dlock_wait_lost's largest wait (24 h).
-const maxWaitMs = 86_400_000
+// noLimit is the wait dlock_try and dlock_wait_lost take for "no limit":
+// until acquired (or lost), cancelled or closed.
+const noLimit = -1
 
 // Lock is one lock object on one key. Its methods are safe to call from many
 // goroutines, but remember that the lock object is the holder: a TryLock on
@@ -34,7 +35,7 @@ type Lock struct {
 func (l *Lock) Key() string { return l.key }
 
 // TryLock takes the lock, waiting while someone else holds it until ctx's
-// deadline (no deadline: until ctx is cancelled, at most 24 h), or for the
+// deadline (no deadline: until ctx is cancelled, without limit), or for the
 // lock's WithWait if that is shorter; WithWait(0) makes one attempt.
 //
 // It returns nil when the lock is now held, or an *Error:
@@ -42,8 +43,14 @@ func (l *Lock) Key() string { return l.key }
 //   - not free within WithWait: ErrBusy;
 //   - ctx cancelled while waiting (or done before the call): matches
 //     ErrCancelled and ctx.Err();
-//   - without a deadline, still busy after 24 h: ErrBusy;
-//   - anything else: the sentinel of the C code (ErrConnect, ErrPool, ...).
+//   - anything else: the sentinel of the C code, whatever bounded the wait:
+//     ErrPool when no lock connection came free in time (with pool=N and N
+//     locks held), ErrConnect, ...
+//
+// The deadline is the library's own wait (dlock_try's wait_ms), so the
+// library says what ran out: the lock (ErrBusy) or the pool (ErrPool). The
+// wait for a pool connection is at least 1 s (see dlock_try), so with a
+// full pool a shorter deadline may be overrun by up to that.
 //
 // Cancellation goes through dlock_cancel, which interrupts every call waiting
 // on this lock object: share a Lock between goroutines only if they share
@@ -51,19 +58,19 @@ func (l *Lock) Key() string { return l.key }
 // ends: TryLock takes a cancel mark (dlock_cancel_mark) before it starts
 // watching ctx and passes it to dlock_try_from, which counts every
 // dlock_cancel after the mark, also one sent before the call entered C. So
-// one dlock_cancel is sent when ctx is done, never repeated.
+// one dlock_cancel is sent when ctx is cancelled, never repeated.
 func (l *Lock) TryLock(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return &Error{Code: codeCancelled, Message: "the context was done before the attempt", ctxErr: err}
 	}
-	waitMs := int64(maxWaitMs)
+	waitMs := int64(noLimit)
 	if l.wait != nil {
 		waitMs = int64((*l.wait + time.Millisecond - 1) / time.Millisecond)
 	}
 	byDeadline := false // the ctx's deadline, not WithWait, bounds the wait
 	if dl, ok := ctx.Deadline(); ok {
 		left := int64((time.Until(dl) + time.Millisecond - 1) / time.Millisecond)
-		if left <= waitMs {
+		if waitMs < 0 || left <= waitMs {
 			waitMs, byDeadline = max(0, left), true
 		}
 	}
@@ -84,7 +91,12 @@ func (l *Lock) TryLock(ctx context.Context) error {
 			defer close(exited)
 			select {
 			case <-done:
-				dlockc.Dlock_cancel(l.h) // h stays valid: TryLock waits for exited
+				// A deadline is the library's own wait, which ends by
+				// itself and says why (ErrBusy, ErrPool): only a
+				// cancellation is sent.
+				if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+					dlockc.Dlock_cancel(l.h) // h stays valid: TryLock waits for exited
+				}
 			case <-stop:
 			}
 		}()
@@ -105,11 +117,10 @@ func (l *Lock) TryLock(ctx context.Context) error {
 		switch cerr := ctx.Err(); {
 		case errors.Is(cerr, context.Canceled):
 			err.Code, err.ctxErr = codeCancelled, cerr
-		case errors.Is(cerr, context.DeadlineExceeded) || (byDeadline && err.Code == codeBusy):
-			// Not free before the deadline, whoever noticed first: the wait
-			// was the deadline's, and C's clock may run out a hair before
-			// the context's timer fires.
-			err.Code, err.ctxErr = codeBusy, context.DeadlineExceeded
+		case err.Code == codeBusy && (byDeadline || errors.Is(cerr, context.DeadlineExceeded)):
+			// Not free before the deadline (C's clock may run out a hair
+			// before the context's timer fires).
+			err.ctxErr = context.DeadlineExceeded
 		}
 		return err
 	default:
@@ -151,10 +162,8 @@ func (l *Lock) watch(ch chan struct{}) {
 		if hook := watchGapHook.Load(); hook != nil {
 			(*hook)(l, mark)
 		}
-		rc := dlockc.Dlock_wait_lost_from(l.h, mark, maxWaitMs, e.p)
+		rc := dlockc.Dlock_wait_lost_from(l.h, mark, noLimit, e.p)
 		switch Code(rc) {
-		case codeTimeout:
-			continue // still held after 24 h: keep watching
 		case codeCancelled:
 			continue // Close (seen above) or a cancellation meant for a TryLock on this object
 		case codeLost:
@@ -217,8 +226,17 @@ func (l *Lock) Renew() error { return l.call(dlockc.Dlock_renew) }
 
 // Unlock releases the lock (one level, if taken reentrantly). ErrLost if it
 // had already expired or been taken (the other owner's row is untouched),
-// ErrState if not held. A row lock commits its transaction.
+// ErrState if not held. A row lock commits its transaction, and so does a
+// lease's (Begin): Unlock is for work that succeeded.
 func (l *Lock) Unlock() error { return l.call(dlockc.Dlock_release) }
+
+// Abort ends the hold without committing, for work that failed: a row
+// lock's transaction and a lease's (Begin) roll back, the lease is given
+// back, and every reentrant level ends at once (they share the
+// transaction; an outer Unlock then returns ErrState). ErrLost if the hold
+// had been lost meanwhile (nothing was committed either way), ErrState if
+// not held. Do calls it when its function fails.
+func (l *Lock) Abort() error { return l.call(dlockc.Dlock_abort) }
 
 // read runs an accessor (no network) with h valid.
 func read[T any](l *Lock, zero T, f func(h dlockc.Struct_SS_dlock_lock) T) T {
@@ -256,6 +274,10 @@ func (l *Lock) Remaining() time.Duration {
 
 // HoldCount is the reentrant hold count (0 when not held).
 func (l *Lock) HoldCount() int { return read(l, 0, dlockc.Dlock_hold_count) }
+
+// Mode is the lock's scheme, Lease or Row, as given to NewLock or inherited
+// from Open's options ("" once closed).
+func (l *Lock) Mode() Mode { return Mode(read(l, "", dlockc.Dlock_mode)) }
 
 // Close releases the lock if held (best effort; a row lock rolls back) and
 // frees it. Calls blocked on the lock (a TryLock, the Lost watcher) are

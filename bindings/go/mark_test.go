@@ -211,7 +211,7 @@ func TestCloseStopsLostWatcher(t *testing.T) {
 
 // Close's one cancel landing exactly in the watcher's gap (after its closing
 // check, before its wait began): the wait from the mark still sees it. With
-// a plain dlock_wait_lost this Close would wait for the watcher's 24 h.
+// a plain dlock_wait_lost this Close would wait as long as the watcher (no limit).
 func TestCloseInTheWatchersGap(t *testing.T) {
 	l := heldLock(t, testClient(t), benchKey("gap"))
 	inGap := make(chan struct{})

@@ -60,8 +60,11 @@ func WithTTL(d time.Duration) Option { return WithOption("ttl_ms", millis(d)) }
 // time since acquisition; 0 disables it.
 func WithMaxHold(d time.Duration) Option { return WithOption("max_hold_ms", millis(d)) }
 
-// WithAutoRenew makes the client's watchdog renew the lease every ttl/3
-// until it is released ("auto_renew").
+// WithAutoRenew(true), the default of this package (set on every client by
+// Open), makes the client's watchdog renew the lease every ttl/3 until it is
+// released ("auto_renew"); WithAutoRenew(false) leaves a lease to run out
+// after its ttl unless Renew is called. Row locks have no expiry: they are
+// kept until released either way.
 func WithAutoRenew(on bool) Option {
 	if on {
 		return WithOption("auto_renew", "1")
@@ -83,8 +86,8 @@ func millis(d time.Duration) string {
 // newConfig builds a C dlock_config from opts plus the binding's own settings
 // (applied last). The caller frees it with dlockc.Dlock_config_free.
 func newConfig(o options, forced ...[2]string) (dlockc.Struct_SS_dlock_config, error) {
-	if o.wait != nil && (*o.wait < 0 || *o.wait > maxWaitMs*time.Millisecond) {
-		return nil, errorf(codeInvalid, "WithWait(%v): must be 0..24h", *o.wait)
+	if o.wait != nil && *o.wait < 0 {
+		return nil, errorf(codeInvalid, "WithWait(%v): must be 0 or more", *o.wait)
 	}
 	e := newCerr()
 	defer e.free()
@@ -104,15 +107,4 @@ func newConfig(o options, forced ...[2]string) (dlockc.Struct_SS_dlock_config, e
 		}
 	}
 	return cfg, nil
-}
-
-// mode is the last "mode" these options set, or "".
-func (o options) mode() string {
-	m := ""
-	for _, kv := range o.kv {
-		if kv[0] == "mode" {
-			m = kv[1]
-		}
-	}
-	return m
 }

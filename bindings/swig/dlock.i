@@ -108,6 +108,12 @@ static uint64_t dlockswig_client_cleanup(dlock_client *client, dlock_error *err)
 /* 1.2: the cancel mark for dlock_wait_lost, so that a binding's loss watcher
  * sees its close's one cancel, however close to the call's start it lands. */
 %rename("%s") dlock_wait_lost_from;
+/* 1.3: the one policy of the "run with the lock" helpers (dlock_abort: end
+ * a hold without committing, when the work failed), the lock's mode, and
+ * the loaded library's version as a number. */
+%rename("%s") dlock_abort;
+%rename("%s") dlock_mode;
+%rename("%s") dlock_version_number;
 /* Not exposed here: dlock_exec (an array of C strings: each language adds it
  * with its own typemap or shim: java.i, go.i), dlock_key (the binding knows its key), dlock_counter_names.
  * The raw out-parameter forms are replaced by the shims above:

@@ -136,6 +136,8 @@ DLOCK_JAVA_HANDLE(dlock_lock)
  *    SQL NULL; the affected-row count comes back in a long[1]. */
 %rename("%s") dlock_try_as;
 %rename("%s") dlock_release_as;
+/* 1.3: the work failed, on behalf of the Java thread (DLockClient.withLock). */
+%rename("%s") dlock_abort_as;
 %rename("%s") dlock_owner_copy;
 %rename("%s") dlock_exec;
 

@@ -100,6 +100,8 @@ extern "C" {
 
 const char* dlock_version(void) { return dlock::Version(); }
 
+int dlock_version_number(void) { return dlock::VersionNumber(); }
+
 const char* dlock_code_name(int code) { return dlock::CodeName(code); }
 
 int dlock_config_new(dlock_config** out, dlock_error* err) {
@@ -172,6 +174,11 @@ int dlock_release_as(dlock_lock* lock, uint64_t holder, dlock_error* err) {
   return Guard(err, [&] { return Report(lock->lock->ReleaseAs(holder), err); });
 }
 
+int dlock_abort_as(dlock_lock* lock, uint64_t holder, dlock_error* err) {
+  if (lock == nullptr) return Null(err, "lock");
+  return Guard(err, [&] { return Report(lock->lock->AbortAs(holder), err); });
+}
+
 int dlock_rollback_as(dlock_lock* lock, uint64_t holder, dlock_error* err) {
   if (lock == nullptr) return Null(err, "lock");
   return Guard(err, [&] { return Report(lock->lock->RollbackAs(holder), err); });
@@ -203,6 +210,11 @@ int dlock_renew(dlock_lock* lock, dlock_error* err) {
 int dlock_release(dlock_lock* lock, dlock_error* err) {
   if (lock == nullptr) return Null(err, "lock");
   return Guard(err, [&] { return Report(lock->lock->Release(), err); });
+}
+
+int dlock_abort(dlock_lock* lock, dlock_error* err) {
+  if (lock == nullptr) return Null(err, "lock");
+  return Guard(err, [&] { return Report(lock->lock->Abort(), err); });
 }
 
 int dlock_rollback(dlock_lock* lock, dlock_error* err) {
@@ -253,6 +265,8 @@ int dlock_cancel(dlock_lock* lock) {
 }
 
 int dlock_hold_count(const dlock_lock* lock) { return lock == nullptr ? 0 : lock->lock->hold_count(); }
+
+const char* dlock_mode(const dlock_lock* lock) { return lock == nullptr ? "" : lock->lock->mode(); }
 
 int dlock_client_next_event(dlock_client* client, dlock_event* out, int64_t wait_ms,
                             dlock_error* err) {

@@ -58,6 +58,16 @@ RowSql MakeRowSql(const ClientOptions& opts);
 extern const int64_t kRowSlicesMs[];
 extern const size_t kRowSliceCount;
 
+// Brackets every attempt of a statement that may block (on each connection
+// the retries use), so that a cancel can end it at once by shutting its
+// socket: a lock's LockHost::EnterServerWait / LeaveServerWait (scheme.h).
+// enter returns false when the call was cancelled already (the statement
+// is not sent).
+struct ServerWait {
+  std::function<bool(Conn&)> enter;
+  std::function<void()> leave;
+};
+
 struct LeaseAttempt {
   bool won = false;
   uint64_t fence = 0;           // when won
@@ -91,6 +101,14 @@ Status CheckTablePrivileges(Conn& conn, const ClientOptions& opts, const SchemaT
 // and `dlock init`. A table missing without the CREATE privilege is kDb
 // saying to run `dlock init`.
 Status EnsureTables(Conn& conn, const ClientOptions& opts);
+// A lease table made again after a drop continues above the next multiple
+// of kFenceEpoch: the floor jumps there (2^40: a key would need 10^12
+// acquisitions within one epoch to reach the next; after 8192 re-creations
+// tokens are still below 2^53, exact as a double).
+constexpr uint64_t kFenceEpoch = uint64_t{1} << 40;
+// Moves the floor to the next epoch; run before the lease table is created
+// again (schema.cc).
+std::string FenceEpochSql(const ClientOptions& opts);
 
 class ClientImpl {
  public:
@@ -122,9 +140,11 @@ class ClientImpl {
   // (retry.h).
   // preferred: a connection the caller already holds (used first; the pool
   // serves the retries), or nullptr.
+  // wait (may be null): brackets each attempt's statement (ServerWait).
   Status LeaseAcquire(const std::string& key, const std::string& owner, int64_t ttl_ms,
                       Clock::time_point deadline, Conn* preferred, LeaseAttempt* out,
-                      const std::function<bool()>& stop = nullptr);
+                      const std::function<bool()>& stop = nullptr,
+                      const ServerWait* wait = nullptr);
   // *renewed: the row was ours and live by the DB clock, and is extended.
   Status LeaseRenew(const std::string& key, const std::string& owner, int64_t ttl_ms,
                     bool* renewed, Clock::time_point* sent_at);
@@ -163,10 +183,13 @@ class ClientImpl {
   }
   bool PopEvent(Clock::time_point deadline, Event* out) { return events_.Pop(deadline, out); }
   Renewer& renewer() { return renewer_; }
-  // The lock objects of this client that share a hold (holder=thread, same
-  // key and options): the live LockImpl for identity, or make() a new one.
-  std::shared_ptr<LockImpl> SharedLock(const std::string& identity,
-                                       const std::function<std::shared_ptr<LockImpl>()>& make);
+  // The lock objects of this client that share a hold (holder=thread,
+  // reentrant): *out is the live LockImpl for identity (mode and key), or
+  // make() a new one. kInvalid, naming the option, when the live one has
+  // other lock options.
+  Status SharedLock(const std::string& identity, const LockOptions& opts,
+                    const std::function<std::shared_ptr<LockImpl>()>& make,
+                    std::shared_ptr<LockImpl>* out);
   void ForgetLock(const std::string& identity, const LockImpl* l);
   WaitQueues& waiters() { return waiters_; }
   // Wake-up names (GET_LOCK) are used unless the server is a Galera node.
@@ -213,6 +236,8 @@ class PoolConns : public ConnSource {
             std::function<bool()> stop = nullptr)
       : client_(client), deadline_(deadline), stop_(std::move(stop)) {}
   Status Fresh(SqlConn** out) override;
+  // The connection Fresh handed out last (nullptr before the first).
+  Conn* current() { return held_ ? &*held_ : nullptr; }
 
  private:
   ClientImpl* client_;

@@ -3,6 +3,7 @@
 #include <errmsg.h>
 #include <mysqld_error.h>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -25,6 +26,28 @@ void LibraryInit() {
 // A fetched column is read into this buffer first; longer values are fetched
 // again at their full length, so nothing is truncated.
 constexpr size_t kColumnBuffer = 1024;
+
+// What every lock session starts with, run when it connects and again after
+// a reset (Conn::ResetSession):
+//  - UTC: DATETIME + UTC_TIMESTAMP() is zone-independent, this is a second
+//    guard; strict mode turns truncation into an error; autocommit on, also
+//    when the server's default is off (the lease statements commit alone).
+//  - A row lock is a transaction on an idle connection: a server
+//    wait_timeout of 60 s would end it (and free the row) while its holder
+//    works. Lock sessions keep the server's value when it is at least 8
+//    hours (MariaDB's default) and raise it to that otherwise.
+//  - READ COMMITTED: row locks and the caller's statements on a lock's
+//    transaction take no gap locks (MARIADB.md); cleanup asks for REPEATABLE
+//    READ itself. A statement of its own: the isolation variable has another
+//    name on MySQL.
+// NAMES repeats the handshake's character set (a reset keeps it on MariaDB;
+// this does not depend on it).
+const char* const kSessionInit[] = {
+    "SET NAMES utf8mb4, time_zone = '+00:00', "
+    "sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,NO_AUTO_VALUE_ON_ZERO', "
+    "wait_timeout = GREATEST(@@session.wait_timeout, 28800), autocommit = 1",
+    "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+};
 
 }  // namespace
 
@@ -86,19 +109,7 @@ Status Conn::Connect(const ClientOptions& o, std::unique_ptr<Conn>* out) {
   // A silent reconnect would drop row locks and session state unnoticed.
   mysql_optionsv(m, MYSQL_OPT_RECONNECT, &off);
   mysql_optionsv(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-  // UTC for every session: DATETIME + UTC_TIMESTAMP() is zone-independent,
-  // this is a second guard. Strict mode turns truncation into an error.
-  mysql_optionsv(m, MYSQL_INIT_COMMAND,
-                 "SET SESSION time_zone='+00:00', "
-                 "sql_mode='STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,NO_AUTO_VALUE_ON_ZERO'");
-  // Row locks and the caller's statements on a lock's transaction take no
-  // gap locks this way (MARIADB.md); cleanup asks for REPEATABLE READ itself.
-  mysql_optionsv(m, MYSQL_INIT_COMMAND, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
-  // A row lock is a transaction on an idle connection: a server wait_timeout
-  // of 60 s would end it (and free the row) while its holder works. Lock
-  // sessions keep the server's value when it is at least 8 hours (MariaDB's
-  // default) and raise it to that otherwise.
-  mysql_optionsv(m, MYSQL_INIT_COMMAND, "SET SESSION wait_timeout = GREATEST(@@session.wait_timeout, 28800)");
+  for (const char* sql : kSessionInit) mysql_optionsv(m, MYSQL_INIT_COMMAND, sql);
   if (o.ssl_mode != SslMode::kDisable) {
     my_bool on = 1;
     mysql_optionsv(m, MYSQL_OPT_SSL_ENFORCE, &on);
@@ -133,6 +144,17 @@ Status Conn::Connect(const ClientOptions& o, std::unique_ptr<Conn>* out) {
   }
   std::unique_ptr<Conn> c(new Conn(m));
   c->fd_ = static_cast<int>(mysql_get_socket(m));
+  // Close-on-exec: a process the caller starts (a job under `dlock run`, any
+  // fork+exec of the host program) must not inherit a lock's session, which
+  // would keep a row lock alive after its holder died. Connector/C opens the
+  // socket without the flag and has no option for it, so it is set here,
+  // before the connection is handed out; a fork+exec in another thread
+  // during the handshake itself could still inherit this one socket.
+  if (c->fd_ >= 0) {
+    int flags = fcntl(c->fd_, F_GETFD);
+    if (flags < 0 || fcntl(c->fd_, F_SETFD, flags | FD_CLOEXEC) != 0)
+      return Status::Internal("cannot set close-on-exec on the connection's socket");
+  }
   c->where_ = o.Where();
   Status s = c->ReadServerInfo();
   if (!s.ok()) return s;
@@ -169,6 +191,31 @@ bool Conn::LooksClosed() const {
 }
 
 bool Conn::InTransaction() const { return (m_->server_status & SERVER_STATUS_IN_TRANS) != 0; }
+
+Status Conn::ResetSession() {
+  if (broken_) return Status(Code::kConnect, "connection to " + where_ + " is broken", CR_SERVER_GONE_ERROR);
+  // The server closes the session's prepared statements; ours go first (a
+  // COM_STMT_CLOSE each, no reply) and are prepared again when next used.
+  for (auto& kv : stmts_) mysql_stmt_close(kv.second);
+  stmts_.clear();
+  Count();
+  // COM_RESET_CONNECTION: rolls back, frees user locks (GET_LOCK), table
+  // and backup locks, HANDLERs and temporary tables, clears user variables,
+  // and sets every session variable back to the server's global value.
+  if (mysql_reset_connection(m_) != 0) {
+    broken_ = true;  // whatever state the session is in, it is not known
+    return Fail("session reset", mysql_errno(m_), mysql_error(m_));
+  }
+  for (const char* sql : kSessionInit) {
+    Status s = Query(sql);
+    if (!s.ok()) {
+      broken_ = true;
+      return s;
+    }
+  }
+  tainted_ = false;
+  return Status::OK();
+}
 
 void Conn::Abort() {
   if (fd_ >= 0) shutdown(fd_, SHUT_RDWR);

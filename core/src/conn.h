@@ -100,6 +100,17 @@ class Conn : public SqlConn {
   bool LooksClosed() const;
   // The server's word, from the last reply: is a transaction open?
   bool InTransaction() const;
+  // A caller's statement ran on this session (dlock_exec): whatever it set
+  // (session variables, a timestamp, user locks, HANDLERs, a read-only
+  // transaction mode) must not reach the next lock that borrows it.
+  void MarkTainted() { tainted_ = true; }
+  // Whether the pool must reset the session before lending it again: a
+  // caller's statement ran on it, or a transaction is still open.
+  bool NeedsReset() const { return tainted_ || InTransaction(); }
+  // Back to a fresh session without reconnecting (COM_RESET_CONNECTION,
+  // then the session settings of Connect again). On failure the connection
+  // is marked broken: the pool closes it.
+  Status ResetSession();
   // Ends a statement blocked on this connection at once, from any thread:
   // shuts the socket down (the blocked read fails, the connection is broken
   // and discarded). Works when the server is frozen too, where KILL QUERY
@@ -124,6 +135,7 @@ class Conn : public SqlConn {
   int fd_ = -1;  // the socket, read once: Abort() runs on other threads
   pid_t pid_;  // after fork() a child must not talk on its parent's socket
   bool broken_ = false;
+  bool tainted_ = false;
   std::atomic<uint64_t>* sent_ = nullptr;
   ServerInfo server_;
   std::string where_;

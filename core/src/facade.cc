@@ -37,9 +37,8 @@ Status Client::Open(const std::string& url, const Config& cfg, std::shared_ptr<C
 Status Client::NextEvent(int64_t wait_ms, Event* out) {
   if (getpid() != impl_->pid())
     return Status(Code::kForked, "client was created in another process (fork)");
-  if (wait_ms < 0 || wait_ms > kMaxWaitMs)
-    return Status::Invalid("wait_ms must be 0.." + std::to_string(kMaxWaitMs));
-  if (impl_->PopEvent(Clock::now() + std::chrono::milliseconds(wait_ms), out)) return Status::OK();
+  if (wait_ms < 0) return Status::Invalid("wait_ms must be 0 or more, got " + std::to_string(wait_ms));
+  if (impl_->PopEvent(WaitDeadline(wait_ms), out)) return Status::OK();
   return Status(Code::kTimeout, "no event");
 }
 
@@ -101,34 +100,33 @@ Lock::~Lock() {
   impl_->Close(*me_);
 }
 
-namespace {
-
-// Lock objects of one client with the same key, mode and options, held by
-// threads (holder=thread, reentrant), share one LockImpl: a thread holding
-// the key enters again through any of them (article 6.4).
-std::string Identity(const std::string& key, const LockOptions& o) {
-  std::string id;
-  id += o.mode == LockMode::kRow ? 'r' : 'l';
-  id += '|' + std::to_string(o.ttl_ms) + '|' + (o.auto_renew ? '1' : '0') + '|' +
-        std::to_string(o.max_hold_ms) + '|' + (o.transaction ? '1' : '0') + '|' +
-        std::to_string(o.shards) + '|' + o.shard_group + '|' +
-        (o.wakeup == Wakeup::kAuto ? 'a' : 'p') + '|';
-  id += key;
-  return id;
-}
-
-}  // namespace
-
-std::shared_ptr<LockImpl> ClientImpl::SharedLock(
-    const std::string& identity, const std::function<std::shared_ptr<LockImpl>()>& make) {
+// Lock objects of one client for one key and mode that share a hold
+// (holder=thread, reentrant) share one LockImpl: a thread holding the key
+// enters again through any of them (article 6.4). They must agree on every
+// lock option (option_table.h, compared row by row), or one object's ttl,
+// renewal or transaction would silently be another's: a second object that
+// differs is refused, naming the option.
+Status ClientImpl::SharedLock(const std::string& identity, const LockOptions& opts,
+                              const std::function<std::shared_ptr<LockImpl>()>& make,
+                              std::shared_ptr<LockImpl>* out) {
   std::lock_guard<std::mutex> g(locks_mu_);
   auto it = locks_.find(identity);
   if (it != locks_.end()) {
-    if (std::shared_ptr<LockImpl> l = it->second.lock()) return l;
+    if (std::shared_ptr<LockImpl> l = it->second.lock()) {
+      std::string theirs, ours;
+      if (const OptionInfo* o = FirstDifference(l->options(), opts, &theirs, &ours))
+        return Status::Invalid(
+            "lock '" + QuoteKey(l->key()) + "' is already open on this client with " + o->name + "=" +
+            QuoteKey(theirs) + ", and this object asks for " + o->name + "=" + QuoteKey(ours) +
+            ": lock objects of one key share their hold (holder=thread), so they must agree on "
+            "every lock option (or use holder=lock or reentrant=0 for a holder of its own)");
+      *out = std::move(l);
+      return Status::OK();
+    }
   }
-  std::shared_ptr<LockImpl> l = make();
-  locks_[identity] = l;
-  return l;
+  *out = make();
+  locks_[identity] = *out;
+  return Status::OK();
 }
 
 void ClientImpl::ForgetLock(const std::string& identity, const LockImpl* l) {
@@ -156,13 +154,16 @@ Status Lock::Open(std::shared_ptr<Client> client, const std::string& key, const 
     return Status(Code::kUnsupported,
                   "row locks are refused on Galera: InnoDB row locks do not exclude across "
                   "nodes; use a lease lock");
-  if (opts.mode == LockMode::kRow && opts.auto_renew)
-    return Status::Invalid("auto_renew is for lease locks: a row lock has no expiry");
+  // auto_renew on a row lock is accepted and does nothing: a row lock has no
+  // expiry, it is kept until released, which is what auto_renew asks for.
   std::shared_ptr<LockImpl> impl;
   if (opts.holder == Holder::kThread && opts.reentrant) {
-    const std::string id = Identity(key, opts);
     ClientImpl* ci = client->impl();
-    impl = ci->SharedLock(id, [&] { return std::make_shared<LockImpl>(client, key, opts, id); });
+    // A lease lock and a row lock of one key are two locks (two tables).
+    const std::string id = std::string(kLockModeWords[static_cast<int>(opts.mode)]) + ':' + key;
+    s = ci->SharedLock(id, opts, [&] { return std::make_shared<LockImpl>(client, key, opts, id); },
+                       &impl);
+    if (!s.ok()) return s;
   } else {
     impl = std::make_shared<LockImpl>(std::move(client), key, opts, "");
   }
@@ -200,6 +201,11 @@ Status Lock::ReleaseAs(uint64_t holder) {
 }
 Status Lock::Renew() { return impl_->Renew(*me_); }
 Status Lock::Release() { return impl_->Release(*me_); }
+Status Lock::Abort() { return impl_->Abort(*me_); }
+Status Lock::AbortAs(uint64_t holder) {
+  HolderScope as(holder);
+  return Abort();
+}
 Status Lock::Rollback() { return impl_->Rollback(*me_); }
 Status Lock::Begin() { return impl_->Begin(*me_); }
 Status Lock::WaitLost(int64_t timeout_ms) { return impl_->WaitLost(*me_, timeout_ms); }
@@ -226,10 +232,12 @@ const char* Lock::owner_cstr() const { return impl_->OwnerCstr(*me_); }
 size_t Lock::copy_owner(char* buf, size_t cap) const { return impl_->CopyOwner(*me_, buf, cap); }
 uint64_t Lock::token() const { return impl_->Token(*me_); }
 const std::string& Lock::key() const { return impl_->key(); }
+const char* Lock::mode() const { return kLockModeWords[static_cast<int>(impl_->options().mode)]; }
 int64_t Lock::remaining_ms() const { return impl_->RemainingMs(*me_); }
 int Lock::hold_count() const { return impl_->HoldCount(*me_); }
 
 const char* Version() { return DLOCK_VERSION_STRING; }
+int VersionNumber() { return DLOCK_VERSION_NUMBER; }
 
 namespace {
 constexpr CodeInfo kCodes[] = {

@@ -100,6 +100,9 @@ class LeaseScheme final : public Scheme {
   Status GetWakeName(Conn& conn, Clock::time_point until, CancelToken cancel, bool* got);
   void DropWakeName();
   Status EndTxn(const char* how);
+  // The transaction on own_conn_ ended: the connection goes back to the
+  // pool unless it keeps the wake-up name for the rest of the hold.
+  void TxnOver();
   // The release statement(s): *business is what the caller's transaction
   // came to (A7); *freed: our live lease is free now; *ours: the row was
   // still ours (false: someone else's now; left alone).
@@ -139,10 +142,13 @@ Status LeaseScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Gran
     if (s.ok()) s = Attempt(deadline, cancel, out, &won);
     if (s.ok() && won) {
       // Keep the name (if we have it) for the whole hold: our release will
-      // wake the next waiter. And remember the key is contended, so this
-      // process's next attempt queues rather than racing the woken waiter.
+      // wake the next waiter. Its connection leaves the pool's budget, so a
+      // held lease costs the client no pool slot; when `pool` such
+      // connections are out already, the name goes back (our waiters then
+      // poll). And remember the key is contended, so this process's next
+      // attempt queues rather than racing the woken waiter.
       wq.NoteContended(db_key_);
-      if (!has_wake_name_) own_conn_.Reset();
+      if (!has_wake_name_ || !own_conn_.LeaveBudget()) DropWakeName();
       return s;
     }
     if (s.ok() && Clock::now() >= deadline) s = Busy();
@@ -155,10 +161,18 @@ Status LeaseScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Gran
 
 Status LeaseScheme::Attempt(Clock::time_point deadline, CancelToken cancel, Grant* out, bool* won) {
   LeaseAttempt a;
+  // A cancel shuts the socket of the statement in flight, as for a row
+  // wait: immediate also when the server does not answer.
+  const ServerWait wait{[&](Conn& conn) { return host_->EnterServerWait(conn, cancel); },
+                        [&] { host_->LeaveServerWait(); }};
   Status s = c_->LeaseAcquire(db_key_, out->owner, opts_.ttl_ms, deadline,
                               own_conn_ ? &*own_conn_ : nullptr, &a,
-                              [&] { return cancel.cancelled(); });
-  if (s.code() == Code::kCancelled) return Cancelled();
+                              [&] { return cancel.cancelled(); }, &wait);
+  // Cancelled, also when that cut the statement off in flight (its outcome
+  // unknown): a server that did not answer cannot be asked to give back
+  // what it may have taken without holding the cancel up for its
+  // timeouts, so that lease, if taken, runs out by its ttl (dlock.h).
+  if (s.code() == Code::kCancelled || (!s.ok() && cancel.cancelled())) return Cancelled();
   if (!s.ok()) return s;
   *won = a.won;
   if (a.won) {
@@ -228,15 +242,14 @@ Status LeaseScheme::GetWakeName(Conn& conn, Clock::time_point until, CancelToken
     if (!host_->EnterServerWait(conn, cancel)) return Cancelled();
     Status s = conn.Exec(c_->lease_sql().get_name, {Param::Bytes(wake_name_), Param::Int(slice)}, &r);
     host_->LeaveServerWait();
+    // Noted before the cancel is: a name we got is given back (DropWakeName).
+    *got = s.ok() && !r.rows.empty() && r.rows[0][0] && *r.rows[0][0] == "1";
     if (cancel.cancelled()) return Cancelled();
     if (!s.ok()) {
       if (s.server_errno() == ER_QUERY_INTERRUPTED) continue;  // a stale cancel
       return s;
     }
-    if (!r.rows.empty() && r.rows[0][0] && *r.rows[0][0] == "1") {
-      *got = true;
-      return Status::OK();
-    }
+    if (*got) return Status::OK();
     if (slice >= left_us) return Status::OK();  // timed out (0) or refused (NULL)
   }
 }
@@ -244,7 +257,8 @@ Status LeaseScheme::GetWakeName(Conn& conn, Clock::time_point until, CancelToken
 void LeaseScheme::DropWakeName() {
   if (has_wake_name_ && own_conn_ && !own_conn_->broken()) {
     ExecResult r;
-    (void)own_conn_->Exec(c_->lease_sql().release_name, {Param::Bytes(wake_name_)}, &r);
+    Status s = own_conn_->Exec(c_->lease_sql().release_name, {Param::Bytes(wake_name_)}, &r);
+    if (!s.ok()) own_conn_->MarkTainted();  // the pool's reset frees the name
   }
   has_wake_name_ = false;
   if (!txn_open_) own_conn_.Reset();
@@ -253,8 +267,16 @@ void LeaseScheme::DropWakeName() {
 Status LeaseScheme::EndTxn(const char* how) {
   txn_open_ = false;
   Status s = own_conn_ ? own_conn_->Query(how) : Status(Code::kConnect, "no connection");
-  if (!has_wake_name_) own_conn_.Reset();
+  TxnOver();
   return s;
+}
+
+void LeaseScheme::TxnOver() {
+  // A session the caller's statements ran on is not kept even for the
+  // name: the hold's own statements (its release) must not run in what the
+  // caller left there (a SET timestamp would misjudge the lease's expiry).
+  // Its waiters then poll.
+  if (!has_wake_name_ || !own_conn_ || own_conn_->NeedsReset()) DropWakeName();
 }
 
 void LeaseScheme::Abandon(const std::string& owner) {
@@ -403,7 +425,7 @@ Status LeaseScheme::Exec(const std::string& sql, const std::vector<const std::st
   if (own_conn_->broken()) return s;  // release finds out, and rolls the transaction back
   if (open) return s;
   txn_open_ = false;
-  if (!has_wake_name_) own_conn_.Reset();
+  TxnOver();
   const std::string why = s.ok() ? "the statement ended the lock's transaction (an implicit commit)"
                                  : "the server rolled the lock's transaction back (" + s.message() + ")";
   return Status(s.ok() ? Code::kState : s.code(),
@@ -470,14 +492,18 @@ LeaseSql MakeLeaseSql(const ClientOptions& opts) {
 
 Status ClientImpl::LeaseAcquire(const std::string& key, const std::string& owner, int64_t ttl_ms,
                                 Clock::time_point deadline, Conn* preferred, LeaseAttempt* out,
-                                const std::function<bool()>& stop) {
+                                const std::function<bool()>& stop, const ServerWait* wait) {
   PoolConns fresh(this, deadline, stop);
   RetryPolicy p("acquire", RetryUntil(deadline), stop);
   return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool) {
     ExecResult r;
+    Conn* conn = &c == static_cast<SqlConn*>(preferred) ? preferred : fresh.current();
+    if (wait != nullptr && !wait->enter(*conn))
+      return Status(Code::kCancelled, "acquire: cancelled");
     auto sent = Clock::now();
     Status s = c.Exec(lease_sql_.acquire,
                       {Param::Bytes(key), Param::Bytes(owner), Param::Int(ttl_ms * 1000)}, &r);
+    if (wait != nullptr) wait->leave();
     if (!s.ok()) return s;
     // 1 = inserted, 2 = took over / repeated our own; 0 = held by another.
     out->won = r.affected > 0;

@@ -461,11 +461,8 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
   if (Status s = CheckPid(); !s.ok()) return s;
   CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
-  if (wait_ms < 0 || wait_ms > kMaxWaitMs)
-    return Status::Invalid("wait_ms must be 0.." + std::to_string(kMaxWaitMs) + ", got " +
-                           std::to_string(wait_ms));
   const auto start = Clock::now();
-  const auto deadline = start + std::chrono::milliseconds(wait_ms);
+  const auto deadline = WaitDeadline(wait_ms);  // wait_ms < 0: no limit
   // Cancels after the caller's mark count, even one that came before this
   // call began (bindings take the mark before they arm their cancel).
   const CancelToken cancel{&me.cancel_seq, cancel_mark ? *cancel_mark : me.cancel_seq.load()};
@@ -654,7 +651,11 @@ Status LockImpl::Renew(LockCaller& me) {
   return Status::OK();
 }
 
-Status LockImpl::Release(LockCaller& me) {
+Status LockImpl::Release(LockCaller& me) { return EndHold(me, /*commit=*/true); }
+
+Status LockImpl::Abort(LockCaller& me) { return EndHold(me, /*commit=*/false); }
+
+Status LockImpl::EndHold(LockCaller& me, bool commit) {
   if (Status s = CheckPid(); !s.ok()) return s;
   CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
@@ -664,13 +665,16 @@ Status LockImpl::Release(LockCaller& me) {
   uint64_t token;
   {
     MutexLock g(st_mu_);
-    if (Status s = ActsOnCurrentLocked(me, "release", /*strict=*/true); !s.ok()) return s;
-    if (Status s = RefuseWhileAcquiringLocked("release"); !s.ok()) return s;
+    const char* what = commit ? "release" : "abort";
+    if (Status s = ActsOnCurrentLocked(me, what, /*strict=*/true); !s.ok()) return s;
+    if (Status s = RefuseWhileAcquiringLocked(what); !s.ok()) return s;
     st = StateLocked();
     if (state_ == LockState::kIdle) return Status::StateError("lock " + Name() + " is not held");
     if (state_ == LockState::kLost && released_)
       return Status::Lost("lock " + Name() + " was lost: " + lost_why_);
-    if (st == LockState::kHeld && count_ > 1) {
+    // An abort ends every reentrant hold: the work of all of them is one
+    // transaction, and it is rolled back.
+    if (commit && st == LockState::kHeld && count_ > 1) {
       --count_;  // an inner, reentrant hold
       auto t = taken_.find(&me);
       if (t != taken_.end() && t->second.gen == gen_ && t->second.holds > 0) --t->second.holds;
@@ -685,7 +689,7 @@ Status LockImpl::Release(LockCaller& me) {
   Status s;
   {
     SchemeUse use(this);
-    s = scheme_->Release(owner, token, /*commit=*/true, st == LockState::kLost, &freed);
+    s = scheme_->Release(owner, token, commit, st == LockState::kLost, &freed);
   }
   {
     MutexLock g(st_mu_);
@@ -783,9 +787,7 @@ Status LockImpl::WaitLost(LockCaller& me, int64_t timeout_ms, const uint64_t* ca
   CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
 
-  if (timeout_ms < 0 || timeout_ms > kMaxWaitMs)
-    return Status::Invalid("timeout_ms must be 0.." + std::to_string(kMaxWaitMs));
-  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  const auto deadline = WaitDeadline(timeout_ms);  // timeout_ms < 0: no limit
   const CancelToken cancel{&me.cancel_seq, cancel_mark ? *cancel_mark : me.cancel_seq.load()};
   MutexLock g(st_mu_);
   for (;;) {

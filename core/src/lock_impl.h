@@ -69,7 +69,7 @@ struct LockCaller {
 class LockImpl final : private LockHost {
  public:
   // identity: the key of this lock in the client's registry of shared
-  // locks, or "" when it is not shared.
+  // locks (its mode and key), or "" when it is not shared.
   LockImpl(std::shared_ptr<Client> client, std::string key, LockOptions opts,
            std::string identity);
   ~LockImpl();
@@ -79,6 +79,10 @@ class LockImpl final : private LockHost {
   uint64_t CancelMark(const LockCaller& me) const;
   Status Renew(LockCaller& me);
   Status Release(LockCaller& me);
+  // Ends the hold without committing, whatever its count: the hold's
+  // transaction (a row lock's, a lease's begun one) rolls back, the lease
+  // is given back.
+  Status Abort(LockCaller& me);
   Status Rollback(LockCaller& me);
   Status Begin(LockCaller& me);
   Status Exec(LockCaller& me, const std::string& sql,
@@ -101,6 +105,7 @@ class LockImpl final : private LockHost {
   uint64_t Token(const LockCaller& me) const;
   uint64_t Token() const;  // the current (or last) hold's, for the watchdog
   const std::string& key() const { return key_; }
+  const LockOptions& options() const { return opts_; }
   int64_t RemainingMs(const LockCaller& me) const;
   int HoldCount(const LockCaller& me) const;
   int HoldCountOfCaller() const;  // 0 unless the calling holder holds it
@@ -187,6 +192,8 @@ class LockImpl final : private LockHost {
   // but not released still pins (its lease row if still ours, its
   // transaction, its connections). op_mu_ held.
   void DropLostHold();
+  // Release (commit) and Abort (!commit): one level, or the whole hold.
+  Status EndHold(LockCaller& me, bool commit);
   // Gives back n holds of generation gen (Close); the last one releases.
   void ReleaseShares(uint64_t gen, int n);
   // Test access (tests/core): sets the reentrant count of a held lock.

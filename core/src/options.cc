@@ -260,6 +260,20 @@ std::string OptionDefault(const OptionInfo& option) {
   return "";
 }
 
+const OptionInfo* FirstDifference(const LockOptions& a, const LockOptions& b, std::string* va,
+                                  std::string* vb) {
+#define DLOCK_LOCK_DIFFERS(key, field, ...)              \
+  if (a.field != b.field) {                              \
+    const OptionInfo* option = FindOption(#key);         \
+    *va = Format(*option, a.field);                      \
+    *vb = Format(*option, b.field);                      \
+    return option;                                       \
+  }
+  DLOCK_LOCK_OPTIONS(DLOCK_LOCK_DIFFERS)
+#undef DLOCK_LOCK_DIFFERS
+  return nullptr;
+}
+
 Status ApplyClientOption(const std::string& key, const std::string& value, ClientOptions* o) {
   const OptionInfo* option = FindOption(key);
   if (option == nullptr || option->kind != OptionKind::kClient)

@@ -14,7 +14,6 @@ namespace dlock {
 
 constexpr size_t kMaxKeyBytes = 512;
 constexpr int64_t kMaxTtlMs = 30LL * 24 * 3600 * 1000;  // 30 days
-constexpr int64_t kMaxWaitMs = 24LL * 3600 * 1000;      // 1 day: nobody waits forever
 
 // Enums an option picks with a word: the words are the values in order
 // (nullptr-terminated), so that the enum's value is the word's index.
@@ -69,6 +68,12 @@ const OptionInfo* Options(size_t* count);
 const OptionInfo* FindOption(const std::string& name);
 // The default as dlock_config_set takes it: "8", "lease", "0" (false), "" (none).
 std::string OptionDefault(const OptionInfo& option);
+// The first lock option (in the table's order) whose value differs between a
+// and b, or nullptr when every one is equal; *va and *vb get the two values
+// as dlock_config_set takes them. Every row of the table is compared, so a
+// new option takes part without anyone listing it.
+const OptionInfo* FirstDifference(const LockOptions& a, const LockOptions& b, std::string* va,
+                                  std::string* vb);
 
 // Parses mysql://user[:password]@host[:port]/database[?k=v&...].
 Status ParseUrl(const std::string& url, ClientOptions* out);

@@ -11,15 +11,25 @@ PooledConn& PooledConn::operator=(PooledConn&& o) noexcept {
     Reset();
     pool_ = o.pool_;
     conn_ = std::move(o.conn_);
+    outside_ = o.outside_;
     o.pool_ = nullptr;
+    o.outside_ = false;
   }
   return *this;
 }
 
 void PooledConn::Reset() {
-  if (pool_ != nullptr && conn_ != nullptr) pool_->Put(std::move(conn_));
+  if (pool_ != nullptr && conn_ != nullptr) pool_->Put(std::move(conn_), outside_);
   conn_.reset();
   pool_ = nullptr;
+  outside_ = false;
+}
+
+bool PooledConn::LeaveBudget() {
+  if (outside_) return true;
+  if (pool_ == nullptr || conn_ == nullptr || !pool_->LeaveBudget()) return false;
+  outside_ = true;
+  return true;
 }
 
 Pool::~Pool() {
@@ -39,7 +49,16 @@ Pool::~Pool() {
 
 int Pool::open_count() const {
   MutexLock g(mu_);
-  return open_;
+  return open_ + outside_;
+}
+
+bool Pool::LeaveBudget() {
+  MutexLock g(mu_);
+  if (outside_ >= opts_.pool) return false;
+  ++outside_;
+  --open_;
+  cv_.notify_all();  // a slot is free
+  return true;
 }
 
 Status Pool::Get(Clock::time_point deadline, PooledConn* out, const std::function<bool()>& stop) {
@@ -87,13 +106,32 @@ Status Pool::Get(Clock::time_point deadline, PooledConn* out, const std::functio
   }
 }
 
-void Pool::Put(std::unique_ptr<Conn> c) {
+void Pool::Put(std::unique_ptr<Conn> c, bool outside_budget) {
+  // A connection leaves a lock as it came: a session a caller's statements
+  // ran on (or one still in a transaction) is reset before anyone borrows
+  // it again, outside the mutex (three round trips); one whose reset fails
+  // is closed (ResetSession marks it broken).
+  bool refused = false;  // the server refused the reset: says nothing about the others
+  if (!c->broken() && c->NeedsReset()) {
+    Status s = c->ResetSession();
+    refused = !s.ok() && !IsConnectionError(static_cast<unsigned>(s.server_errno()));
+  }
   MutexLock g(mu_);
-  if (c->broken()) {
+  if (outside_budget) {  // counted in the budget again, for the lines below
+    --outside_;
+    ++open_;
+  }
+  if (refused) {
+    --open_;
+    c.reset();
+  } else if (c->broken()) {
     --open_;
     c.reset();
     open_ -= static_cast<int>(idle_.size());
     idle_.clear();
+  } else if (open_ > opts_.pool) {  // back from outside the budget, no room for it
+    --open_;
+    c.reset();
   } else {
     idle_.push_back(Idle{std::move(c), Clock::now()});
     if (opts_.pool_idle_ms > 0 && !closer_.joinable() && !stop_)

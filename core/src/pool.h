@@ -26,10 +26,18 @@ class PooledConn {
  public:
   PooledConn() = default;
   PooledConn(Pool* pool, std::unique_ptr<Conn> c) : pool_(pool), conn_(std::move(c)) {}
-  PooledConn(PooledConn&& o) noexcept : pool_(o.pool_), conn_(std::move(o.conn_)) { o.pool_ = nullptr; }
+  PooledConn(PooledConn&& o) noexcept
+      : pool_(o.pool_), conn_(std::move(o.conn_)), outside_(o.outside_) {
+    o.pool_ = nullptr;
+    o.outside_ = false;
+  }
   PooledConn& operator=(PooledConn&& o) noexcept;
   ~PooledConn() { Reset(); }
   void Reset();
+  // Takes this connection out of the pool's budget (Pool::LeaveBudget): its
+  // slot is free for other calls while it stays lent. False, and nothing
+  // changes, when the pool has no room outside its budget left.
+  bool LeaveBudget();
   // Forked child: forget the connection without returning it (the pool's
   // mutex may be held by a thread that does not exist here).
   void Abandon() {
@@ -43,6 +51,7 @@ class PooledConn {
  private:
   Pool* pool_ = nullptr;
   std::unique_ptr<Conn> conn_;
+  bool outside_ = false;  // lent outside the pool's budget
 };
 
 class Pool {
@@ -58,11 +67,21 @@ class Pool {
              const std::function<bool()>& stop = nullptr) EXCLUDES(mu_);
   // A broken connection is closed, and so is every idle one: they lead to
   // the same server, which has just failed one of them (restarted, frozen,
-  // unreachable), and trying each in turn would cost a timeout apiece.
-  // With pool_idle_ms > 0, a connection that stays idle that long is closed
-  // by a thread of the pool's (started by the first Put), all of them, so a
-  // quiet process holds no connection.
-  void Put(std::unique_ptr<Conn> c) EXCLUDES(mu_);
+  // unreachable), and trying each in turn would cost a timeout apiece. A
+  // session that needs it is reset first (Conn::NeedsReset). With
+  // pool_idle_ms > 0, a connection that stays idle that long is closed by a
+  // thread of the pool's (started by the first Put), all of them, so a quiet
+  // process holds no connection. outside_budget:
+  // it was lent outside the budget (LeaveBudget); it stays open only if the
+  // budget has room for it again.
+  void Put(std::unique_ptr<Conn> c, bool outside_budget = false) EXCLUDES(mu_);
+  // A lent connection that a lock keeps for a whole hold only for its
+  // wake-up name (lease_scheme.cc) leaves the budget, so that held leases
+  // never starve the client's other calls; at most `pool` connections are
+  // outside it at once (false: none left, nothing changes).
+  bool LeaveBudget() EXCLUDES(mu_);
+  // Connections open now: in the budget (idle, lent or connecting) and
+  // outside it.
   int open_count() const EXCLUDES(mu_);
   // Connections outside the pool (the watchdog's) count here too.
   std::atomic<uint64_t>* sent_counter() { return &sent_; }
@@ -80,6 +99,7 @@ class Pool {
   // longest idle: the closer closes from there.
   std::vector<Idle> idle_ GUARDED_BY(mu_);
   int open_ GUARDED_BY(mu_) = 0;  // idle, lent out, or being connected
+  int outside_ GUARDED_BY(mu_) = 0;  // lent outside the budget (LeaveBudget)
   std::atomic<uint64_t> sent_{0};
 
   // Closes connections idle for pool_idle_ms, until stop_.

@@ -80,6 +80,11 @@ std::string SchemaSeedSql(const ClientOptions& opts) {
   return "INSERT IGNORE INTO " + QuoteIdent(opts.table + "_fence") + " (id, fence_floor) VALUES (1, 0)";
 }
 
+std::string FenceEpochSql(const ClientOptions& opts) {
+  return "UPDATE " + QuoteIdent(opts.table + "_fence") + " SET fence_floor = (fence_floor DIV " +
+         std::to_string(kFenceEpoch) + " + 1) * " + std::to_string(kFenceEpoch) + " WHERE id = 1";
+}
+
 namespace {
 
 // "`db`.`table`", for messages.
@@ -121,6 +126,19 @@ Status CheckTablePrivileges(Conn& conn, const ClientOptions& opts, const SchemaT
 Status EnsureTables(Conn& conn, const ClientOptions& opts) {
   for (const SchemaTable& tb : SchemaTables(opts)) {
     Status s = CheckTableColumns(conn, tb.name, tb.cols);
+    if (s.code() == Code::kState && tb.name == opts.table) {
+      // The lease table is missing. If the floor's table is there, this is a
+      // re-creation: the dropped rows took the highest tokens with them (the
+      // floor only covers rows cleanup deleted), so before any row can exist
+      // again the floor moves to the next epoch, above every token issued so
+      // far (B1). On a first install the floor's table is missing too (1146).
+      Status e = conn.Query(FenceEpochSql(opts));
+      // A user without privileges on the tables cannot create one either:
+      // the CREATE below says what to do.
+      if (!e.ok() && e.server_errno() != ER_NO_SUCH_TABLE &&
+          e.server_errno() != ER_TABLEACCESS_DENIED_ERROR)
+        return e;
+    }
     if (s.code() == Code::kState) {  // missing: create it
       s = conn.Query(tb.ddl);
       if (s.server_errno() == ER_TABLEACCESS_DENIED_ERROR)

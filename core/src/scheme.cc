@@ -11,6 +11,7 @@ Status ExecInTransaction(Conn& conn, const std::string& sql,
   ps.reserve(params.size());
   for (const std::string* p : params) ps.push_back(p ? Param::Text(*p) : Param::Null());
   ExecResult r;
+  conn.MarkTainted();  // its effects on the session end with the hold (pool.cc resets it)
   Status s = conn.Exec(sql, ps, &r, /*cache=*/false);
   if (conn.broken()) return s;
   // An OK reply says in its status flags whether a transaction is open; an

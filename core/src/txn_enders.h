@@ -8,9 +8,12 @@
 namespace dlock {
 
 // The first keyword of sql, after blanks and comments, if it names a
-// statement that ends a transaction (explicitly or by an implicit commit);
-// nullptr otherwise. The server's in-transaction flag, checked after every
-// statement, catches what this misses.
+// statement that ends a transaction (explicitly or by an implicit commit),
+// or "SET autocommit" when any assignment of a SET (or of a SET STATEMENT ..
+// FOR) is to autocommit; nullptr otherwise. A clear early error only: the
+// server's in-transaction flag, checked after every statement, catches an
+// ending this misses, and the session is reset before its connection
+// serves another lock (pool.cc), which undoes what it let through.
 const char* TxnEndingStatement(const std::string& sql);
 
 }  // namespace dlock

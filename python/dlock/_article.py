@@ -12,15 +12,18 @@ Same constructor, attributes and methods as the article, with what the
 article leaves out done by the core: the expiry comes from the database
 clock (A6), release and renew only ever touch this acquisition's own row
 (A4), waiting is queued and woken on release (no polling loop), the same
-thread acquiring again counts up (6.4), and with ``auto_renew=True`` a
-watchdog renews the lease every timeout/3 (2.2) up to ``max_hold`` (3.4).
+connection acquiring again in the same thread counts up (6.4), and with
+``auto_renew=True`` a watchdog renews the lease every timeout/3 (2.2) up to
+``max_hold`` (3.4).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import urllib.parse
+import weakref
 from types import TracebackType
 from typing import Any, Dict, Optional, Tuple, Type, Union
 
@@ -33,6 +36,42 @@ __all__ = ["MysqlDistributedLock"]
 _shared_mu = threading.Lock()
 _shared: Dict[Tuple[int, str], Client] = {}
 _dbapi_shared: Dict[Tuple[Any, ...], Client] = {}
+
+# Who holds a lock (article 6.4, as Redisson scopes it by client and thread):
+# the connection passed in (an application's connection, a dlock.Client, or
+# the client shared by a URL), in one thread. Each gets a token; each
+# (token, thread) a holder id for the core (dlock_try_as): one connection in
+# one thread re-enters, two connections exclude each other, in one thread or
+# many, although their locks run on one shared dlock client.
+_tokens: "weakref.WeakKeyDictionary[Any, int]" = weakref.WeakKeyDictionary()
+_tokens_by_id: Dict[int, int] = {}  # connections that take no weak reference
+_next_token = itertools.count(1)
+_next_holder = itertools.count(1)
+_holders = threading.local()  # .ids: {token: holder id} of this thread
+
+
+def _token_of(conn: Any) -> int:
+    with _shared_mu:
+        try:
+            t = _tokens.get(conn)
+            if t is None:
+                t = _tokens[conn] = next(_next_token)
+        except TypeError:
+            t = _tokens_by_id.get(id(conn))
+            if t is None:
+                t = _tokens_by_id[id(conn)] = next(_next_token)
+        return t
+
+
+def _holder_of(token: int) -> int:
+    """The core's holder id of (token, the calling thread)."""
+    ids = getattr(_holders, "ids", None)
+    if ids is None:
+        ids = _holders.ids = {}
+    h = ids.get(token)
+    if h is None:
+        h = ids[token] = next(_next_holder)
+    return h
 
 
 def _shared_client(url: str) -> Client:
@@ -222,11 +261,19 @@ class MysqlDistributedLock:
     Keyword-only extras: ``auto_renew`` (the core's watchdog renews the lease
     every timeout/3 until release; default False, as in the article),
     ``max_hold`` (seconds after which renewal stops, A9; default 300, 0 =
-    none), ``reentrant`` (default True: the same thread acquiring again
-    counts up, article 6.4; released when the count returns to zero).
+    none), ``reentrant`` (default True: acquiring again counts up, article
+    6.4; released when the count returns to zero).
 
-    Safe to share between threads: another thread's acquire() waits while
-    this one holds it.
+    Who holds it: the connection passed in, in one thread. The same
+    connection (or dlock.Client, or URL) acquiring again in the same thread,
+    through this object or another for the key, counts up; another
+    connection waits, in this thread or any other, as another process would;
+    so does another thread. Objects of one key on one connection must agree
+    on timeout, auto_renew, max_hold and reentrant (dlock.InvalidArgument
+    otherwise: they share one hold).
+
+    As a context manager: the block's exception ends the hold at once
+    without committing (the core's abort), a clean exit releases.
     """
 
     def __init__(
@@ -242,6 +289,9 @@ class MysqlDistributedLock:
     ) -> None:
         self.conn = conn  #: what was passed, as in the article
         self.client: Client = _resolve(conn)  #: the dlock client the lock runs on
+        # Holds belong to what was passed in: the application's connection,
+        # or the dlock client (given, or shared by the URL).
+        self._token = _token_of(self.client if isinstance(conn, (Client, str)) else conn)
         self.lock_key = _convert.check_key(lock_key)
         self.timeout = timeout
         self.retry_interval = retry_interval
@@ -258,10 +308,14 @@ class MysqlDistributedLock:
         every acquisition ("" before the first)."""
         return self._lock.owner
 
+    def _holder(self) -> int:
+        return _holder_of(self._token)
+
     @property
     def acquired(self) -> bool:
-        """True while held (False once released, or lost: expired or taken)."""
-        return self._lock.held
+        """True while this connection holds it in this thread (False once
+        released, or lost: expired or taken)."""
+        return self._lock.hold_count_as(self._holder()) > 0
 
     @property
     def token(self) -> int:
@@ -279,13 +333,14 @@ class MysqlDistributedLock:
 
     @property
     def hold_count(self) -> int:
-        return self._lock.hold_count
+        """This connection's holds in this thread (0 when another holds it)."""
+        return self._lock.hold_count_as(self._holder())
 
     def acquire(self, wait_time: float = 3) -> bool:
-        """Waits at most wait_time seconds: True when acquired (or counted up
-        by the thread that holds it), False when someone else held it the
-        whole time. Ctrl-C interrupts the wait."""
-        return self._lock.try_(_convert.ms(wait_time, "wait_time"))
+        """Waits at most wait_time seconds: True when acquired (or counted up:
+        this connection holds it in this thread), False when someone else
+        held it the whole time. Ctrl-C interrupts the wait."""
+        return self._lock.try_(_convert.ms(wait_time, "wait_time"), None, self._holder())
 
     def renew(self) -> bool:
         """Extends the lease by ``timeout`` from the database clock. False
@@ -307,7 +362,7 @@ class MysqlDistributedLock:
         row is never touched, and the core raises an event. False too when it
         was not held. Raises dlock.Forked in a forked child."""
         try:
-            self._lock.release()
+            self._lock.release(self._holder())
         except LockLost:
             return False
         except StateError:
@@ -323,7 +378,15 @@ class MysqlDistributedLock:
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        self.release()
+        if exc_type is None:
+            self.release()
+            return
+        # The block failed: the hold ends at once, every level, nothing
+        # committed (the core's abort); nothing here hides the exception.
+        try:
+            self._lock.abort(self._holder())
+        except (LockLost, StateError):
+            pass  # lost meanwhile, or an inner block's abort ended it already
 
     def __repr__(self) -> str:
         c = self._lock

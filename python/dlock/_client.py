@@ -53,7 +53,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _STATES = {0: "idle", 1: "held", 2: "lost"}
 _OK, _LOST, _TIMEOUT, _CANCELLED = 0, -3, -12, -13
-_MAX_WAIT_MS = 86_400_000  # the longest single wait the core accepts (1 day)
+_NO_LIMIT = -1  # the core's wait for "until acquired (or lost), cancelled or closed"
 
 
 class EventType(enum.IntEnum):
@@ -311,14 +311,14 @@ class Client:
         the wait (the core's Cancel()). One AsyncLock may be shared by
         several tasks, like ``asyncio.Lock``: each waits its turn (it is not
         reentrant: a task entering it twice waits for itself).
-        ``mode="row"`` gives the row lock (ttl and auto_renew do not apply).
+        ``mode="row"`` gives the row lock (it has no expiry: ttl and
+        auto_renew change nothing).
         """
         _convert.check_conflicts(dict(options, ttl=ttl, max_hold=max_hold))
-        opts: Dict[str, Any] = {"mode": mode, "holder": "lock", "reentrant": False}
-        if mode == "lease":
-            opts["auto_renew"] = auto_renew
-            if "ttl_ms" not in options:
-                opts["ttl_ms"] = _convert.ms(30.0 if ttl is None else ttl, "ttl", positive=True)
+        opts: Dict[str, Any] = {"mode": mode, "holder": "lock", "reentrant": False,
+                                "auto_renew": auto_renew}
+        if "ttl_ms" not in options:
+            opts["ttl_ms"] = _convert.ms(30.0 if ttl is None else ttl, "ttl", positive=True)
         if max_hold is not None:
             opts["max_hold_ms"] = _convert.ms(max_hold, "max_hold")
         opts.update(options)
@@ -603,7 +603,6 @@ class Lock:
         on_lost: Optional[Callable[["Lock"], Any]] = None,
     ) -> None:
         self._key = _convert.check_key(key)
-        self._mode = str(options.get("mode", "lease"))
         # `with` waits wait (with_wait when not given); acquire() without a
         # timeout waits wait when given, else without limit (threading's).
         self._wait_ms = _convert.ms(with_wait if wait is None else wait, "wait")
@@ -628,8 +627,8 @@ class Lock:
 
     @property
     def mode(self) -> str:
-        """"lease" or "row"."""
-        return self._mode
+        """"lease" or "row" (the core's word: given here or by the client)."""
+        return self._core.mode
 
     @property
     def owner(self) -> str:
@@ -670,7 +669,7 @@ class Lock:
 
     def __repr__(self) -> str:
         c = self._core
-        return (f"<dlock.Lock key={self._key!r} mode={self._mode} state={self.state} "
+        return (f"<dlock.Lock key={self._key!r} mode={self.mode} state={self.state} "
                 f"owner={c.owner!r} token={c.token} holds={c.hold_count}>")
 
     # -- acquire / release -------------------------------------------------
@@ -779,12 +778,8 @@ class Lock:
         # slices of an unlimited wait still ends it.
         if mark is None:
             mark = self._core.cancel_mark()
-        if timeout is not None:
-            code = self._core.wait_lost(_convert.ms(timeout, "timeout"), mark)
-        else:
-            code = _TIMEOUT
-            while code == _TIMEOUT:
-                code = self._core.wait_lost(_MAX_WAIT_MS, mark)
+        ms = _NO_LIMIT if timeout is None else _convert.ms(timeout, "timeout")
+        code = self._core.wait_lost(ms, mark)
         if code == _CANCELLED:
             raise Cancelled(f"wait_lost on {self._key!r} was cancelled", _CANCELLED)
         return code == _LOST
@@ -826,19 +821,13 @@ class Lock:
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
         if exc_type is None:
-            self.release()
+            self.release()  # commits the lock's transaction, if any
             return
-        # The block failed: its transaction is rolled back (a row lock's
-        # rollback is its release), and nothing here hides its exception.
+        # The block failed: the core's abort rolls its transaction back and
+        # gives the lock back (every reentrant level), and nothing here hides
+        # the block's exception.
         try:
-            if self._mode == "row":
-                self._core.rollback()
-            else:
-                try:
-                    self._core.rollback()  # the transaction, if begin() opened one
-                except StateError:
-                    pass
-                self._core.release()
+            self._core.abort()
         except Error as e:
             if exc is not None and hasattr(exc, "add_note"):
                 exc.add_note(f"dlock: while letting go of {self._key!r}: {e}")
@@ -863,14 +852,14 @@ class Lock:
 
     def _watch(self) -> None:
         while True:
-            code = self._core.wait_lost(_MAX_WAIT_MS)
+            code = self._core.wait_lost(_NO_LIMIT)
             if code == _LOST:
                 assert self._on_lost is not None
                 self._on_lost(self)
                 return
             if code == _OK:
                 return
-            # timed out or cancelled (cancel() aimed at an acquire): wait again
+            # cancelled (cancel() aimed at an acquire): wait again
 
     def _join_watcher(self) -> None:
         t = self._watcher

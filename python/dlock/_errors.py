@@ -170,7 +170,6 @@ def error_class(code: int) -> Type[Error]:
 
 
 _RANGE = re.compile(r"\b(\w+)_ms out of range: (-?\d+) \(allowed (\d+)\.\.(\d+)\)")
-_WAIT = re.compile(r"\bwait_ms must be (\d+)\.\.(\d+), got (-?\d+)")
 
 
 def _s(ms: str) -> str:
@@ -181,10 +180,8 @@ def _s(ms: str) -> str:
 def in_seconds(message: str) -> str:
     """The core counts in milliseconds; Python callers pass seconds: its
     range errors are restated in seconds (``ttl out of range: 2678400 s``)."""
-    message = _RANGE.sub(lambda m: f"{m.group(1)} out of range: {_s(m.group(2))} "
-                                   f"(allowed {_s(m.group(3))} to {_s(m.group(4))})", message)
-    return _WAIT.sub(lambda m: f"a wait must be {_s(m.group(1))} to {_s(m.group(2))} "
-                               f"(-1 or None: no limit), got {_s(m.group(3))}", message)
+    return _RANGE.sub(lambda m: f"{m.group(1)} out of range: {_s(m.group(2))} "
+                                f"(allowed {_s(m.group(3))} to {_s(m.group(4))})", message)
 
 
 def _from_core(code: int, server_errno: int, message: str) -> Error:

@@ -216,14 +216,19 @@ dlock::Status Interruptible(dlock::Lock* lock, Call call, bool* signalled) {
   return s;
 }
 
-// A deadline for a wait the core will validate; clamped so that the clock
-// arithmetic cannot overflow whatever was passed.
+// The deadline of a wait of ms: a negative ms is no limit (max()), as in the
+// core; a longer wait than the clock can count (centuries) is one too.
 SteadyClock::time_point DeadlineAfter(int64_t ms) {
-  return SteadyClock::now() + std::chrono::milliseconds(std::clamp<int64_t>(ms, 0, 10LL * 86400000));
+  constexpr int64_t kCenturyMs = 100LL * 365 * 86400000;
+  if (ms < 0 || ms > kCenturyMs) return SteadyClock::time_point::max();
+  return SteadyClock::now() + std::chrono::milliseconds(ms);
 }
 
+// What is left of a wait until deadline, as the core takes it: -1 (no limit)
+// for DeadlineAfter's max(), else ms rounded up (a wait never ends before the
+// deadline the caller asked for), 0 once it passed.
 int64_t LeftMs(SteadyClock::time_point deadline) {
-  // Rounded up: a wait never ends before the deadline the caller asked for.
+  if (deadline == SteadyClock::time_point::max()) return -1;
   auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - SteadyClock::now()).count();
   return left > 0 ? left : 0;
 }
@@ -250,7 +255,7 @@ class PyClient {
   // (type, severity, unix_ms, token, key, owner, message) or None.
   py::object NextEvent(int64_t timeout_ms) {
     dlock::Event ev;
-    if (timeout_ms < 0 || timeout_ms > 86400000) Check(client_->NextEvent(timeout_ms, &ev));  // the core says why
+    if (timeout_ms < 0) Check(client_->NextEvent(timeout_ms, &ev));  // the core says why
     const auto deadline = DeadlineAfter(timeout_ms);
     bool main = false;
     bool first = true;
@@ -325,7 +330,9 @@ class PyLock {
   }
 
   // True = held (acquired or counted up), False = busy for the whole wait.
-  // wait_ms < 0: no limit (the core's longest wait, again and again).
+  // wait_ms < 0: no limit (the core's: until acquired or cancelled).
+  // holder: 0 for the calling OS thread, else the id of the holder (as
+  // dlock_try_as: the article's class passes one per connection and thread).
   //
   // mark: a cancel mark (Lock::cancel_mark) the caller took before it armed
   // its cancel (asyncio takes one before the call is handed to a thread);
@@ -338,20 +345,17 @@ class PyLock {
   // uncontended acquisition costs what the C API's costs. Only when the lock
   // is busy and the caller wants to wait does the wait become interruptible
   // (Ctrl-C on the main thread), which costs a helper thread.
-  bool Try(int64_t wait_ms, std::optional<uint64_t> mark) {
-    const bool forever = wait_ms < 0;
-    if (!forever && wait_ms > kMaxWaitMs) Check(lock_->Try(wait_ms));  // the core says why
-    const auto deadline = DeadlineAfter(forever ? 0 : wait_ms);
+  bool Try(int64_t wait_ms, std::optional<uint64_t> mark, uint64_t holder) {
+    const auto deadline = DeadlineAfter(wait_ms);
     uint64_t from = mark ? *mark : lock_->cancel_mark();
-    // holder 0: the calling OS thread, as Try.
-    dlock::Status s = Nogil([&] { return lock_->TryFrom(0, from, 0); });
+    dlock::Status s = Nogil([&] { return lock_->TryFrom(holder, from, 0); });
     for (;;) {
       if (s.ok()) return true;
       if (s.code() != dlock::Code::kBusy) Raise(s);
-      int64_t left = forever ? kMaxWaitMs : LeftMs(deadline);
+      const int64_t left = LeftMs(deadline);
       if (left == 0) return false;
       bool signalled = false;
-      s = Interruptible(lock_.get(), [&] { return lock_->TryFrom(0, from, left); }, &signalled);
+      s = Interruptible(lock_.get(), [&] { return lock_->TryFrom(holder, from, left); }, &signalled);
       // Acquired: return it, and the pending handler runs at the next
       // bytecode, as after threading.Lock.acquire(). Not acquired: a
       // cancelled wait (Ctrl-C) is never left holding, the core gives back an
@@ -371,13 +375,13 @@ class PyLock {
   // -13 = cancelled by cancel() from another thread. Other errors raise.
   // mark: as Try's (taken here when not given).
   int WaitLost(int64_t timeout_ms, std::optional<uint64_t> mark) {
-    const auto deadline = DeadlineAfter(timeout_ms);
-    int64_t left = timeout_ms;
+    const auto deadline = DeadlineAfter(timeout_ms);  // timeout_ms < 0: no limit
+    int64_t left = LeftMs(deadline);
     uint64_t from = mark ? *mark : lock_->cancel_mark();
     for (;;) {
       bool signalled = false;
       auto call = [&] { return lock_->WaitLostFrom(from, left); };
-      dlock::Status s = left > 0 ? Interruptible(lock_.get(), call, &signalled) : Nogil(call);
+      dlock::Status s = left != 0 ? Interruptible(lock_.get(), call, &signalled) : Nogil(call);
       if (signalled && PyErr_CheckSignals() != 0) throw py::error_already_set();
       if (signalled && s.code() == dlock::Code::kCancelled) {
         from = lock_->cancel_mark();
@@ -400,6 +404,11 @@ class PyLock {
   // turns the ones it documents as return values into them).
   void Call(dlock::Status (dlock::Lock::*fn)()) {
     Check(Nogil([&] { return (lock_.get()->*fn)(); }));
+  }
+  // Release/Abort/Rollback on behalf of holder (0: the calling OS thread).
+  void CallAs(dlock::Status (dlock::Lock::*fn)(), dlock::Status (dlock::Lock::*as)(uint64_t),
+              uint64_t holder) {
+    Check(Nogil([&] { return holder == 0 ? (lock_.get()->*fn)() : (lock_.get()->*as)(holder); }));
   }
 
   int64_t Exec(const std::string& sql, const std::vector<std::optional<std::string>>& params) {
@@ -426,7 +435,6 @@ class PyLock {
   dlock::Lock& lock() { return *lock_; }
 
  private:
-  static constexpr int64_t kMaxWaitMs = 86400000;  // the core's longest single wait
   std::unique_ptr<dlock::Lock> lock_;
 };
 
@@ -436,7 +444,9 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "dlock's native core (pybind11). Use the dlock package, not this module.";
   m.attr("__version__") = DLOCK_PY_VERSION;
   m.def("version", [] { return std::string(dlock::Version()); },
-        "The core library's version, e.g. '1.0.0'.");
+        "The core library's version, e.g. '1.3.0'.");
+  m.def("version_number", [] { return dlock::VersionNumber(); },
+        "The core's version as major * 10000 + minor * 100 + patch, e.g. 10300.");
   m.def("code_name", [](int code) { return std::string(dlock::CodeName(code)); },
         "Stable name of a dlock_code, e.g. 'DLOCK_E_LOST'.");
   m.def("codes", [] {
@@ -464,12 +474,20 @@ PYBIND11_MODULE(_core, m) {
   py::class_<PyLock>(m, "Lock")
       .def(py::init<const PyClient&, const std::string&, const std::map<std::string, std::string>&>(),
            py::arg("client"), py::arg("key"), py::arg("options"))
-      .def("try_", &PyLock::Try, py::arg("wait_ms"), py::arg("mark") = py::none())
+      .def("try_", &PyLock::Try, py::arg("wait_ms"), py::arg("mark") = py::none(),
+           py::arg("holder") = 0)
       .def("wait_lost", &PyLock::WaitLost, py::arg("timeout_ms"), py::arg("mark") = py::none())
       .def("cancel_mark", [](PyLock& l) { return l.lock().cancel_mark(); })
       .def("renew", [](PyLock& l) { l.Call(&dlock::Lock::Renew); })
-      .def("release", [](PyLock& l) { l.Call(&dlock::Lock::Release); })
-      .def("rollback", [](PyLock& l) { l.Call(&dlock::Lock::Rollback); })
+      .def("release", [](PyLock& l, uint64_t holder) {
+             l.CallAs(&dlock::Lock::Release, &dlock::Lock::ReleaseAs, holder);
+           }, py::arg("holder") = 0)
+      .def("abort", [](PyLock& l, uint64_t holder) {
+             l.CallAs(&dlock::Lock::Abort, &dlock::Lock::AbortAs, holder);
+           }, py::arg("holder") = 0)
+      .def("rollback", [](PyLock& l, uint64_t holder) {
+             l.CallAs(&dlock::Lock::Rollback, &dlock::Lock::RollbackAs, holder);
+           }, py::arg("holder") = 0)
       .def("begin", [](PyLock& l) { l.Call(&dlock::Lock::Begin); })
       .def("exec", &PyLock::Exec, py::arg("sql"), py::arg("params"))
       .def("cancel", &PyLock::Cancel)
@@ -480,5 +498,8 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("key", [](PyLock& l) { return py::bytes(l.lock().key()); })
       .def_property_readonly("remaining_ms", [](PyLock& l) { return l.lock().remaining_ms(); })
       .def_property_readonly("hold_count", [](PyLock& l) { return l.lock().hold_count(); })
+      .def("hold_count_as", [](PyLock& l, uint64_t holder) { return l.lock().hold_count_as(holder); },
+           py::arg("holder"))
+      .def_property_readonly("mode", [](PyLock& l) { return std::string(l.lock().mode()); })
       .def_property_readonly("busy_remaining_ms", [](PyLock& l) { return l.lock().busy_remaining_ms(); });
 }

@@ -225,6 +225,11 @@ static void test_version_and_codes(void) {
   CHECK(v != NULL && strcmp(v, want) == 0, "dlock_version() is \"%s\", header says %s",
         v ? v : "(null)", want);
   CHECK(v == dlock_version(), "dlock_version() must be a static string");
+  CHECK(dlock_version_number() == DLOCK_VERSION_NUMBER &&
+            DLOCK_VERSION_NUMBER ==
+                DLOCK_VERSION_MAJOR * 10000 + DLOCK_VERSION_MINOR * 100 + DLOCK_VERSION_PATCH,
+        "dlock_version_number() is %d, the header's DLOCK_VERSION_NUMBER %d", dlock_version_number(),
+        DLOCK_VERSION_NUMBER);
 
   /* The values are ABI: they never change. */
   CHECK(DLOCK_OK == 0 && DLOCK_BUSY == 1 && DLOCK_E_INVALID == -1 && DLOCK_E_TIMEOUT == -12 &&
@@ -880,7 +885,7 @@ static void test_lease_lost(dlock_client *client) {
   l1 = NULL;
   EXPECT(dlock_open(&l1, client, k, strlen(k), cfg, E), DLOCK_OK);
   dlock_config_free(cfg);
-  l2 = open_lock(client, k, NULL, NULL);
+  l2 = open_lock(g_other, k, NULL, NULL); /* another holder (another client) */
   if (l1 == NULL || l2 == NULL) {
     dlock_close(l1);
     dlock_close(l2);
@@ -921,7 +926,7 @@ static void test_lease_lost(dlock_client *client) {
    * lock is free right after */
   key(k2, sizeof k2, "lost2");
   l3 = open_lock(client, k2, NULL, "200");
-  l4 = open_lock(client, k2, NULL, NULL);
+  l4 = open_lock(g_other, k2, NULL, NULL);
   if (l3 != NULL && l4 != NULL && EXPECT(dlock_try(l3, 0, E), DLOCK_OK)) {
     deadline = now_ms() + 5000;
     while (dlock_state(l3) == DLOCK_STATE_HELD && now_ms() < deadline) sleep_ms(20);
@@ -1271,8 +1276,11 @@ static void test_keys(dlock_client *client) {
 
 /* ---- wait_ms bounds ------------------------------------------------------ */
 
+/* Every wait is a wait: a negative one is no limit (see test_no_limit for a
+ * busy lock), and so is one past the clock's range; on a free lock each
+ * returns at once, holding it. */
 static void test_wait_bounds(dlock_client *client) {
-  static const int64_t bad[] = {-1, -1000, 86400001, INT64_MAX, INT64_MIN};
+  static const int64_t waits[] = {-1, -1000, INT64_MIN, 0, 86400001, INT64_MAX};
   dlock_error err;
   char k[128];
   size_t i, m;
@@ -1283,16 +1291,16 @@ static void test_wait_bounds(dlock_client *client) {
     snprintf(k, sizeof k, "%swait-%s", g_prefix, modes[m]);
     l = open_lock(client, k, modes[m], NULL);
     if (l == NULL) continue;
-    for (i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
-      int rc = dlock_try(l, bad[i], junk(&err));
-      CHECK(rc == DLOCK_E_INVALID && err.code == rc && err.message[0] != '\0',
-            "%s try(wait_ms %lld) returned %s, want DLOCK_E_INVALID", modes[m],
-            (long long)bad[i], dlock_code_name(rc));
-      CHECK(dlock_state(l) == DLOCK_STATE_IDLE, "a refused try changed the state");
+    for (i = 0; i < sizeof waits / sizeof waits[0]; ++i) {
+      int64_t t0 = now_ms();
+      int rc = dlock_try(l, waits[i], junk(&err));
+      CHECK(rc == DLOCK_OK && now_ms() - t0 < 2000,
+            "%s try(wait_ms %lld) on a free lock returned %s after %ld ms: %s", modes[m],
+            (long long)waits[i], dlock_code_name(rc), (long)(now_ms() - t0), msg_of(&err));
+      EXPECT(dlock_wait_lost(l, 0, E), DLOCK_E_TIMEOUT);
+      EXPECT(dlock_release(l, E), DLOCK_OK);
+      EXPECT(dlock_wait_lost(l, waits[i], E), DLOCK_OK); /* not held: at once, any wait */
     }
-    /* the maximum is allowed, and a free lock does not wait */
-    EXPECT(dlock_try(l, 86400000, E), DLOCK_OK);
-    EXPECT(dlock_release(l, E), DLOCK_OK);
     dlock_close(l);
   }
 }
@@ -1345,7 +1353,7 @@ static void test_options(void) {
 
 /* ---- a background thread running a few calls on one lock ----------------- */
 
-enum { BG_TRY, BG_RELEASE, BG_WAIT_LOST };
+enum { BG_TRY, BG_RELEASE, BG_WAIT_LOST, BG_ABORT };
 
 struct bg {
   pthread_t th;
@@ -1371,6 +1379,7 @@ static void *bg_main(void *p) {
       case BG_TRY: rc = dlock_try(b->lock, b->arg[i], &err); break;
       case BG_RELEASE: rc = dlock_release(b->lock, &err); break;
       case BG_WAIT_LOST: rc = dlock_wait_lost(b->lock, b->arg[i], &err); break;
+      case BG_ABORT: rc = dlock_abort(b->lock, &err); break;
       default: err.message[0] = '\0'; break;
     }
     b->rc[i] = rc;
@@ -1526,7 +1535,7 @@ static void test_lease_txn(dlock_client *client) {
   /* a lost lease rolls its transaction back and release says LOST */
   key(kl, sizeof kl, "txn-lost");
   l1 = open_lock(client, kl, NULL, "300");
-  l2 = open_lock(client, kl, NULL, NULL);
+  l2 = open_lock(g_other, kl, NULL, NULL);
   if (l1 != NULL && l2 != NULL && EXPECT(dlock_try(l1, 0, E), DLOCK_OK)) {
     EXPECT(dlock_begin(l1, E), DLOCK_OK);
     p[0] = kb3;
@@ -1549,6 +1558,209 @@ out:
   dlock_close(l2);
 }
 
+/* ---- dlock_abort: failed work is rolled back, the lock is free at once ------ */
+
+static void test_abort(dlock_client *client) {
+  static const struct {
+    const char *name, *mode;
+    int begin;       /* dlock_begin after the acquisition */
+    int transaction; /* option transaction=1 */
+  } forms[] = {
+      {"row", DLOCK_MODE_ROW, 0, 0},
+      {"lease+begin", DLOCK_MODE_LEASE, 1, 0},
+      {"lease transaction=1", DLOCK_MODE_LEASE, 0, 1},
+      {"lease", DLOCK_MODE_LEASE, 0, 0},
+  };
+  static const int ops_abort[] = {BG_ABORT};
+  static const int64_t args_abort[] = {0};
+  const char *ins = "INSERT INTO capi_biz (k, v) VALUES (?, ?)";
+  dlock_error err;
+  size_t f;
+
+  EXPECT(dlock_abort(NULL, E), DLOCK_E_INVALID);
+  EXPECT(dlock_abort_as(NULL, 7, E), DLOCK_E_INVALID);
+  for (f = 0; f < sizeof forms / sizeof forms[0]; ++f) {
+    char k[128], kfail[160], kok[160], suffix[64];
+    const char *p[2];
+    const int writes = forms[f].begin || forms[f].transaction || !strcmp(forms[f].mode, "row");
+    dlock_config *cfg = make_cfg(forms[f].mode, NULL);
+    dlock_lock *l = NULL, *other;
+    struct bg b;
+    int rc;
+    snprintf(suffix, sizeof suffix, "abort-%zu", f);
+    key(k, sizeof k, suffix);
+    snprintf(kfail, sizeof kfail, "%s-failed", k);
+    snprintf(kok, sizeof kok, "%s-ok", k);
+    if (cfg != NULL && forms[f].transaction)
+      EXPECT(dlock_config_set(cfg, "transaction", "1", E), DLOCK_OK);
+    if (cfg != NULL) EXPECT(dlock_open(&l, client, k, strlen(k), cfg, E), DLOCK_OK);
+    dlock_config_free(cfg);
+    other = open_lock(g_other, k, forms[f].mode, NULL); /* another client: its own connections */
+    if (l == NULL || other == NULL) goto next;
+
+    EXPECT(dlock_abort(l, E), DLOCK_E_STATE); /* not held */
+    /* work that writes a row, then fails: abort */
+    if (!EXPECT(dlock_try(l, 0, E), DLOCK_OK)) goto next;
+    if (forms[f].begin) EXPECT(dlock_begin(l, E), DLOCK_OK);
+    p[0] = kfail;
+    p[1] = "failed";
+    if (writes) EXPECT(dlock_exec(l, ins, p, 2, NULL, E), DLOCK_OK);
+    EXPECT(dlock_abort(l, E), DLOCK_OK);
+    CHECK(dlock_state(l) == DLOCK_STATE_IDLE && dlock_hold_count(l) == 0,
+          "%s: after abort: state %d, count %d", forms[f].name, dlock_state(l),
+          dlock_hold_count(l));
+    rc = dlock_try(other, 0, junk(&err)); /* free at once, for another client */
+    CHECK(rc == DLOCK_OK, "%s: after abort another client's try(0) returned %s: %s",
+          forms[f].name, dlock_code_name(rc), msg_of(&err));
+    if (rc == DLOCK_OK) EXPECT(dlock_release(other, E), DLOCK_OK);
+    if (writes)
+      CHECK(biz_count(g_other, kfail, NULL) == 0, "%s: abort committed the failed work's row",
+            forms[f].name);
+    EXPECT(dlock_release(l, E), DLOCK_E_STATE); /* the hold is over */
+
+    /* work that succeeds: release commits */
+    if (writes && EXPECT(dlock_try(l, 0, E), DLOCK_OK)) {
+      if (forms[f].begin) EXPECT(dlock_begin(l, E), DLOCK_OK);
+      p[0] = kok;
+      p[1] = "ok";
+      EXPECT(dlock_exec(l, ins, p, 2, NULL, E), DLOCK_OK);
+      EXPECT(dlock_release(l, E), DLOCK_OK);
+      CHECK(biz_count(g_other, kok, "ok") == 1, "%s: release did not commit the work",
+            forms[f].name);
+    }
+
+    /* reentrant: an abort ends every level at once; the outer release finds
+     * nothing held */
+    if (EXPECT(dlock_try(l, 0, E), DLOCK_OK) && EXPECT(dlock_try(l, 0, E), DLOCK_OK)) {
+      CHECK(dlock_hold_count(l) == 2, "%s: count %d", forms[f].name, dlock_hold_count(l));
+      EXPECT(dlock_abort(l, E), DLOCK_OK);
+      CHECK(dlock_hold_count(l) == 0 && dlock_held(l) == 0, "%s: abort left count %d",
+            forms[f].name, dlock_hold_count(l));
+      EXPECT(dlock_release(l, E), DLOCK_E_STATE);
+      EXPECT(dlock_try(other, 0, E), DLOCK_OK);
+      EXPECT(dlock_release(other, E), DLOCK_OK);
+    }
+
+    /* holder=thread: another thread may not abort this thread's hold */
+    if (EXPECT(dlock_try(l, 0, E), DLOCK_OK)) {
+      if (bg_start(&b, l, 1, ops_abort, args_abort)) {
+        bg_join(&b);
+        CHECK(b.rc[0] == DLOCK_E_STATE, "%s: abort from another thread returned %s: %s",
+              forms[f].name, dlock_code_name(b.rc[0]), b.msg[0]);
+      }
+      CHECK(dlock_held(l) == 1, "%s: another thread's abort ended the hold", forms[f].name);
+      EXPECT(dlock_abort_as(l, 77, E), DLOCK_E_STATE); /* an id is another holder */
+      EXPECT(dlock_abort(l, E), DLOCK_OK);
+    }
+    /* ... and the same id aborts what it took */
+    if (EXPECT(dlock_try_as(l, 77, 0, E), DLOCK_OK)) {
+      EXPECT(dlock_abort_as(l, 77, E), DLOCK_OK);
+      CHECK(dlock_held(l) == 0, "%s: abort_as left it held", forms[f].name);
+    }
+  next:
+    dlock_close(l);
+    dlock_close(other);
+  }
+}
+
+/* ---- no limit: a negative wait ends when acquired, cancelled or closed ------- */
+
+/* 1 when b finished within limit_ms. */
+static int bg_wait_done(struct bg *b, int64_t limit_ms) {
+  int64_t deadline = now_ms() + limit_ms;
+  while (!bg_done(b) && now_ms() < deadline) sleep_ms(10);
+  return bg_done(b);
+}
+
+static void test_no_limit(dlock_client *client) {
+  static const char *const modes[] = {DLOCK_MODE_LEASE, DLOCK_MODE_ROW};
+  static const int ops_try[] = {BG_TRY};
+  static const int64_t args_try[] = {-1};
+  static const int ops_wait[] = {BG_WAIT_LOST};
+  static const int64_t args_wait[] = {-1};
+  dlock_error err;
+  char k[128];
+  struct bg b;
+  size_t m;
+
+  for (m = 0; m < 2; ++m) {
+    dlock_lock *holder, *waiter;
+    snprintf(k, sizeof k, "%snolimit-%s", g_prefix, modes[m]);
+    holder = open_lock(client, k, modes[m], NULL);
+    waiter = open_lock(g_other, k, modes[m], NULL);
+    if (holder == NULL || waiter == NULL || !EXPECT(dlock_try(holder, 0, E), DLOCK_OK)) goto next;
+    /* waits while it is held, and gets it at the release */
+    if (bg_start(&b, waiter, 1, ops_try, args_try)) {
+      sleep_ms(1500);
+      CHECK(!bg_done(&b), "%s: try(-1) on a held lock returned %s after %ld ms", modes[m],
+            dlock_code_name(b.rc[0]), (long)b.took[0]);
+      EXPECT(dlock_release(holder, E), DLOCK_OK);
+      CHECK(bg_wait_done(&b, 10000), "%s: try(-1) still waited 10 s after the release", modes[m]);
+      bg_join(&b);
+      CHECK(b.rc[0] == DLOCK_OK, "%s: try(-1) returned %s: %s", modes[m],
+            dlock_code_name(b.rc[0]), b.msg[0]);
+    }
+    /* (the waiter is held by the background thread, which is gone: close
+     * gives it back) */
+    dlock_close(waiter);
+    waiter = open_lock(g_other, k, modes[m], NULL);
+    if (waiter == NULL || !EXPECT(dlock_try(holder, 5000, E), DLOCK_OK)) goto next;
+    /* a cancel ends it */
+    if (bg_start(&b, waiter, 1, ops_try, args_try)) {
+      CHECK(cancel_until_done(&b, 5000), "%s: a cancelled try(-1) still waited", modes[m]);
+      bg_join(&b);
+      CHECK(b.rc[0] == DLOCK_E_CANCELLED, "%s: cancelled try(-1) returned %s: %s", modes[m],
+            dlock_code_name(b.rc[0]), b.msg[0]);
+    }
+    /* wait_lost(-1): until released or cancelled */
+    if (bg_start(&b, holder, 1, ops_wait, args_wait)) {
+      CHECK(cancel_until_done(&b, 5000), "%s: a cancelled wait_lost(-1) still waited", modes[m]);
+      bg_join(&b);
+      CHECK(b.rc[0] == DLOCK_E_CANCELLED, "%s: cancelled wait_lost(-1) returned %s: %s",
+            modes[m], dlock_code_name(b.rc[0]), b.msg[0]);
+    }
+    CHECK(dlock_held(holder) == 1, "%s: the cancels changed the hold", modes[m]);
+    EXPECT(dlock_release(holder, E), DLOCK_OK);
+  next:
+    dlock_close(holder);
+    dlock_close(waiter);
+  }
+}
+
+/* ---- dlock_mode, and auto_renew on a row lock ---------------------------------- */
+
+static void test_mode(dlock_client *client) {
+  dlock_error err;
+  char k1[128], k2[128], k3[128];
+  dlock_config *cfg = make_cfg(DLOCK_MODE_ROW, NULL);
+  dlock_lock *lease = open_lock(client, key(k1, sizeof k1, "mode-lease"), NULL, NULL);
+  dlock_lock *row = open_lock(client, key(k2, sizeof k2, "mode-row"), DLOCK_MODE_ROW, NULL);
+  dlock_lock *renewing = NULL;
+
+  CHECK(lease != NULL && strcmp(dlock_mode(lease), DLOCK_MODE_LEASE) == 0, "dlock_mode(lease): %s",
+        lease ? dlock_mode(lease) : "-");
+  CHECK(row != NULL && strcmp(dlock_mode(row), DLOCK_MODE_ROW) == 0, "dlock_mode(row): %s",
+        row ? dlock_mode(row) : "-");
+  CHECK(strcmp(dlock_mode(NULL), "") == 0, "dlock_mode(NULL) is \"%s\"", dlock_mode(NULL));
+  CHECK(lease == NULL || dlock_mode(lease) == dlock_mode(lease), "dlock_mode: not a static string");
+  /* auto_renew=1 on a row lock: accepted, a no-op (it has no expiry) */
+  if (cfg != NULL) {
+    EXPECT(dlock_config_set(cfg, "auto_renew", "1", E), DLOCK_OK);
+    key(k3, sizeof k3, "mode-row-auto-renew");
+    EXPECT(dlock_open(&renewing, client, k3, strlen(k3), cfg, E), DLOCK_OK);
+    dlock_config_free(cfg);
+  }
+  if (renewing != NULL && EXPECT(dlock_try(renewing, 0, E), DLOCK_OK)) {
+    CHECK(dlock_remaining_ms(renewing) == -1, "row lock with auto_renew=1: remaining %ld",
+          (long)dlock_remaining_ms(renewing));
+    EXPECT(dlock_renew(renewing, E), DLOCK_OK);
+    EXPECT(dlock_release(renewing, E), DLOCK_OK);
+  }
+  dlock_close(renewing);
+  dlock_close(lease);
+  dlock_close(row);
+}
+
 /* ---- wait_lost ------------------------------------------------------------- */
 
 static void test_wait_lost(dlock_client *client) {
@@ -1568,8 +1780,8 @@ static void test_wait_lost(dlock_client *client) {
   EXPECT(dlock_wait_lost(a, 0, E), DLOCK_OK);
   EXPECT(dlock_wait_lost(a, 5000, E), DLOCK_OK);
   CHECK(now_ms() - t0 < 1000, "wait_lost on an idle lock took %ld ms", (long)(now_ms() - t0));
-  EXPECT(dlock_wait_lost(a, -1, E), DLOCK_E_INVALID);
-  EXPECT(dlock_wait_lost(a, 86400001, E), DLOCK_E_INVALID);
+  EXPECT(dlock_wait_lost(a, -1, E), DLOCK_OK); /* no limit, and nothing to wait for */
+  EXPECT(dlock_wait_lost(a, 86400001, E), DLOCK_OK);
 
   /* held: times out */
   if (EXPECT(dlock_try(a, 0, E), DLOCK_OK)) {
@@ -1614,6 +1826,46 @@ out:
 }
 
 /* ---- threads: holder=thread|lock, cancel ----------------------------------- */
+
+/* Objects of one client and key that share a hold (holder=thread,
+ * reentrant) must agree on every lock option; a holder of its own is never
+ * refused. (Every option: tests/core/test_exclusion.cc.) */
+static void test_holders_agree(dlock_client *client) {
+  dlock_error err;
+  char k[128];
+  int rc;
+  dlock_lock *a = open_lock(client, key(k, sizeof k, "holders-agree"), NULL, NULL);
+  dlock_lock *same = NULL, *own = NULL, *longer = NULL;
+  dlock_config *cfg = make_cfg(NULL, "20000");
+
+  if (a == NULL || cfg == NULL) goto out;
+  rc = dlock_open(&longer, client, k, strlen(k), cfg, junk(&err));
+  CHECK(rc == DLOCK_E_INVALID && longer == NULL && strstr(err.message, "ttl_ms=") != NULL &&
+            strstr(err.message, "20000") != NULL,
+        "a second object with another ttl_ms: %s: %s", dlock_code_name(rc), msg_of(&err));
+  EXPECT(dlock_config_set(cfg, "holder", "lock", E), DLOCK_OK);
+  EXPECT(dlock_open(&own, client, k, strlen(k), cfg, E), DLOCK_OK);
+  same = open_lock(client, k, NULL, NULL);
+  if (same != NULL && own != NULL && EXPECT(dlock_try(a, 0, E), DLOCK_OK)) {
+    EXPECT(dlock_try(same, 0, E), DLOCK_OK); /* the same hold */
+    CHECK(dlock_hold_count(a) == 2, "objects with equal options: count %d", dlock_hold_count(a));
+    EXPECT(dlock_try(own, 0, E), DLOCK_BUSY); /* holder=lock: another holder */
+    EXPECT(dlock_release(same, E), DLOCK_OK);
+    EXPECT(dlock_release(a, E), DLOCK_OK);
+  }
+  /* once every sharing object is closed, other options are fine */
+  dlock_close(a);
+  dlock_close(same);
+  a = same = NULL;
+  EXPECT(dlock_config_set(cfg, "holder", "thread", E), DLOCK_OK);
+  EXPECT(dlock_open(&longer, client, k, strlen(k), cfg, E), DLOCK_OK);
+out:
+  dlock_config_free(cfg);
+  dlock_close(a);
+  dlock_close(same);
+  dlock_close(own);
+  dlock_close(longer);
+}
 
 static void test_holders(dlock_client *client) {
   dlock_error err;
@@ -1686,6 +1938,7 @@ static void test_holders(dlock_client *client) {
     EXPECT(dlock_release(nr, E), DLOCK_OK);
   }
   dlock_close(nr);
+  test_holders_agree(client);
 }
 
 static void test_cancel(dlock_client *client) {
@@ -1821,6 +2074,8 @@ static void test_client_defaults(void) {
   if (l != NULL && EXPECT(dlock_try(l, 0, E), DLOCK_OK)) {
     CHECK(dlock_remaining_ms(l) == -1, "mode=row on the client config: remaining %ld (want -1)",
           (long)dlock_remaining_ms(l));
+    CHECK(strcmp(dlock_mode(l), DLOCK_MODE_ROW) == 0, "mode=row on the client config: dlock_mode %s",
+          dlock_mode(l));
     EXPECT(dlock_release(l, E), DLOCK_OK);
   }
   dlock_close(l);
@@ -1948,7 +2203,6 @@ static void test_counters_events(void) {
   took = now_ms() - t0;
   CHECK(took >= 200 && took < 200 + 1500, "next_event(200) with none took %ld ms", (long)took);
   EXPECT(dlock_client_next_event(c, &ev, -1, E), DLOCK_E_INVALID);
-  EXPECT(dlock_client_next_event(c, &ev, 86400001, E), DLOCK_E_INVALID);
 
   /* counters follow what happens */
   counter(c, "acquisitions", &acq0);
@@ -2014,7 +2268,7 @@ static void test_counters_events(void) {
   /* release after the lease was taken: LOST, a warning event, lost counter */
   key(k2, sizeof k2, "release-gone");
   g1 = open_lock(c, k2, NULL, "200");
-  g2 = open_lock(c, k2, NULL, NULL);
+  g2 = open_lock_own_holder(c, k2); /* another holder on the same client */
   counter(c, "lost", &lost0);
   if (g1 != NULL && g2 != NULL && EXPECT(dlock_try(g1, 0, E), DLOCK_OK)) {
     tok = dlock_token(g1);
@@ -2084,7 +2338,7 @@ static void test_auto_renew(void) {
     EXPECT(dlock_open(&mh, c, k2, strlen(k2), cfg, E), DLOCK_OK);
     dlock_config_free(cfg);
   }
-  other = open_lock(c, k, NULL, NULL);
+  other = open_lock_own_holder(c, k); /* another holder on the same client */
 
   /* a 500 ms lease stays held for 4 ttl without manual renewal */
   if (ar != NULL && other != NULL && EXPECT(dlock_try(ar, 0, E), DLOCK_OK)) {
@@ -2584,6 +2838,9 @@ int main(void) {
     RUN(test_wait_bounds(client), "wait_bounds");
     RUN(test_lease_txn(client), "lease_txn");
     RUN(test_wait_lost(client), "wait_lost");
+    RUN(test_abort(client), "abort");
+    RUN(test_no_limit(client), "no_limit");
+    RUN(test_mode(client), "mode");
     RUN(test_holders(client), "holders");
     RUN(test_cancel(client), "cancel");
     RUN(test_wakeup(client), "wakeup");

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "core_test_util.h"
+#include "options.h"
 
 using dlock::Code;
 using namespace dtest;
@@ -213,3 +214,96 @@ TEST_CASE("exclusion: 8 threads on 2 shared clients, row") { RunThreads("row", 2
 // One client with the default pool of 8: every row-lock waiter holds one.
 TEST_CASE("exclusion: 8 threads on one shared client, lease") { RunThreads("lease", 1, 8, 30, 0); }
 TEST_CASE("exclusion: 8 threads on one shared client, row") { RunThreads("row", 1, 8, 30, 0); }
+
+namespace {
+
+// A valid value of option o other than its default, as dlock_config_set
+// takes it.
+std::string OtherValue(const dlock::OptionInfo& o) {
+  const std::string def = dlock::OptionDefault(o);
+  switch (o.rule) {
+    case dlock::OptionRule::kInt: {
+      const int64_t d = std::stoll(def);
+      return std::to_string(d < o.max ? d + 1 : d - 1);
+    }
+    case dlock::OptionRule::kBool:
+      return def == "1" ? "0" : "1";
+    case dlock::OptionRule::kWords:
+      for (const char* const* w = o.words; *w != nullptr; ++w)
+        if (def != *w) return *w;
+      break;
+    case dlock::OptionRule::kKeyPrefix:
+      return kPrefix + "group";
+    default:
+      break;
+  }
+  FAIL("no other value for option ", o.name);
+  return def;
+}
+
+std::unique_ptr<dlock::Lock> OpenWith(const std::shared_ptr<dlock::Client>& c, const std::string& key,
+                                      const dlock::Config& cfg, dlock::Status* s) {
+  std::unique_ptr<dlock::Lock> l;
+  *s = dlock::Lock::Open(c, key, cfg, &l);
+  return l;
+}
+
+}  // namespace
+
+// Lock objects of one client, key and mode with holder=thread and reentrant
+// share one hold; they must agree on every lock option, each row of the
+// option table taken in turn (a new option is covered without being named
+// here). mode makes another lock; holder=lock and reentrant=0 make a holder
+// of its own: neither is refused.
+TEST_CASE("sharing: a second object for a key must agree on every lock option") {
+  auto c = OpenClient();
+  size_t n = 0;
+  const dlock::OptionInfo* all = dlock::Options(&n);
+  int covered = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const dlock::OptionInfo& o = all[i];
+    if (o.kind != dlock::OptionKind::kLock) continue;
+    ++covered;
+    const std::string name = o.name, value = OtherValue(o);
+    INFO("option ", name, "=", value);
+    const std::string key = kPrefix + "agree-" + name;
+    dlock::Config other;
+    REQUIRE(other.Set(name, value).ok());
+    if (name == "shards") REQUIRE(other.Set("shard_group", kPrefix + "agree").ok());
+    dlock::Status s;
+    auto a = OpenWith(c, key, dlock::Config(), &s);
+    REQUIRE(s.ok());
+    auto b = OpenWith(c, key, other, &s);
+    if (name == "mode") {
+      // A row lock and a lease of one key are two locks: both free.
+      REQUIRE(s.ok());
+      DT_CHECK_CODE(a->Try(0), Code::kOk);
+      DT_CHECK_CODE(b->Try(0), Code::kOk);
+      DT_CHECK_CODE(b->Release(), Code::kOk);
+      DT_CHECK_CODE(a->Release(), Code::kOk);
+    } else if (name == "holder" || name == "reentrant") {
+      // Shares nothing: another holder, in this very thread.
+      REQUIRE(s.ok());
+      DT_CHECK_CODE(a->Try(0), Code::kOk);
+      DT_CHECK_CODE(b->Try(0), Code::kBusy);
+      DT_CHECK_CODE(a->Release(), Code::kOk);
+    } else {
+      DT_CHECK_CODE(s, Code::kInvalid);
+      CHECK(b == nullptr);
+      CHECK_MESSAGE(s.message().find(name + "=" + OptionDefault(o)) != std::string::npos, s.message());
+      CHECK_MESSAGE(s.message().find(name + "=" + value) != std::string::npos, s.message());
+      // Two objects with the same (other) value share the hold.
+      const std::string key2 = key + "-same";
+      auto x = OpenWith(c, key2, other, &s);
+      REQUIRE(s.ok());
+      auto y = OpenWith(c, key2, other, &s);
+      REQUIRE(s.ok());
+      DT_CHECK_CODE(x->Try(0), Code::kOk);
+      DT_CHECK_CODE(y->Try(0), Code::kOk);
+      CHECK(x->hold_count() == 2);
+      DT_CHECK_CODE(y->Release(), Code::kOk);
+      DT_CHECK_CODE(x->Release(), Code::kOk);
+    }
+  }
+  CHECK(covered >= 10);
+}

@@ -14,7 +14,7 @@ from dlock_test_util import RUN, wait_until
 Sql = Callable[[str], List[List[str]]]
 
 
-def test_with_lock_auto_renewing(client: dlock.Client, key: str) -> None:
+def test_with_lock_auto_renewing(client: dlock.Client, client2: dlock.Client, key: str) -> None:
     with client.lock(key, ttl=0.6, wait=3) as held:
         assert held.held and held.token > 0 and held.owner
         renewals = client.counters()["renewals"]
@@ -22,10 +22,10 @@ def test_with_lock_auto_renewing(client: dlock.Client, key: str) -> None:
                    what="watchdog renewals")
         assert held.held and not held.lost
         with pytest.raises(dlock.LockTimeout):
-            with client.lock(key, wait=0.2):
+            with client2.lock(key, wait=0.2):
                 pass  # pragma: no cover
     assert not held.held and held.state == "idle"
-    with client.lock(key, wait=0):
+    with client2.lock(key, wait=0):
         pass
 
 
@@ -73,7 +73,7 @@ def test_lost_lease_in_with_raises_lock_lost(client: dlock.Client, db_url: str, 
     assert taken_over and e.value.code == -3
 
 
-def test_max_hold_stops_renewal_and_raises_event(client: dlock.Client, key: str) -> None:
+def test_max_hold_stops_renewal_and_raises_event(client: dlock.Client, client2: dlock.Client, key: str) -> None:
     client.events()  # drain
     lk = client.lock(key, ttl=0.5, max_hold=1.0)
     lk.acquire()
@@ -84,8 +84,9 @@ def test_max_hold_stops_renewal_and_raises_event(client: dlock.Client, key: str)
     assert any(e.type == dlock.EventType.MAX_HOLD and e.severity == dlock.Severity.CRITICAL
                and e.key == key for e in events), events
     assert client.counters()["max_hold_trips"] >= 1
-    # A manual renewal past max_hold is refused too.
-    with client.lock(key, ttl=5, max_hold=0.001, auto_renew=False) as lk2:
+    # A manual renewal past max_hold is refused too. (On client2: lk, still
+    # open on client, claims the key's options there.)
+    with client2.lock(key, ttl=5, max_hold=0.001, auto_renew=False) as lk2:
         start = time.monotonic()
         wait_until(lambda: time.monotonic() - start > 0.01, timeout=1)
         with pytest.raises(dlock.MaxHold):
@@ -158,6 +159,9 @@ def test_lease_transaction_commits_with_release(client: dlock.Client, key: str, 
         held.execute(f"INSERT INTO {table} (id, v) VALUES (?, ?)", [3, b"bytes"])
         assert sql(f"SELECT COUNT(*) FROM {table}") == [["0"]]
     assert sql(f"SELECT id, v FROM {table}") == [["3", "bytes"]]
+    # (A lock object still open claims the key's options on its client: the
+    # next one, with other options, comes after it.)
+    del held
     with client.lock(key, wait=0):
         pass
 
@@ -313,8 +317,9 @@ def test_ttl_above_core_limit(client: dlock.Client, key: str) -> None:
 def test_bad_wait(client: dlock.Client, key: str) -> None:
     with pytest.raises(dlock.InvalidArgument):
         client.lock(key, wait=-1)
-    with pytest.raises(dlock.InvalidArgument):
-        client.lock(key).acquire(wait=2 * 86400)  # the core's limit: nobody waits forever
+    lk = client.lock(key)
+    assert lk.acquire(wait=2 * 86400)  # no upper bound: a free key is taken at once
+    lk.release()
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1/test", "mysql://127.0.0.1:3306", "mysql://h:99999/db",
@@ -368,6 +373,8 @@ def test_wait_lost(client: dlock.Client, key: str) -> None:
         assert held.wait_lost(0.2) is False  # still held: timed out
         assert 0.15 <= time.monotonic() - t0 < 2
     assert held.wait_lost(5) is False  # released: returns at once
+    assert held.wait_lost() is False  # no limit, and nothing to wait for
+    del held  # (other options follow)
     with pytest.raises(dlock.LockLost):
         with client.lock(key, ttl=1, auto_renew=False) as held:
             t0 = time.monotonic()

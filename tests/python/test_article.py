@@ -153,7 +153,7 @@ def test_lost_lease_release_returns_false(client: dlock.Client, db_url: str, key
 
     assert lock.release() is False  # lost: never deletes the other owner's row
     assert other.acquired
-    assert dlock.MysqlDistributedLock(client, key).acquire(wait_time=0) is False
+    assert dlock.MysqlDistributedLock(client, key, timeout=1).acquire(wait_time=0) is False
     assert other.release() is True  # its row was untouched
     events = client.events(timeout=1)
     assert any(e.type == dlock.EventType.RELEASE_GONE and e.key == key for e in events), events
@@ -210,7 +210,7 @@ def test_dbapi_connection_settings_are_read_and_the_password_never_shown() -> No
 def test_fork_child_cannot_release_parents_lock(client: dlock.Client, client2: dlock.Client, key: str) -> None:
     lock = dlock.MysqlDistributedLock(client, key, timeout=30)
     assert lock.acquire()
-    other = client.lock(key)  # a Lock of the parent's, for cancel() in the child
+    other = client.lock(key, auto_renew=False)  # a Lock of the parent's, for cancel() in the child
     pid = os.fork()
     if pid == 0:  # child: must not release or use the parent's lock
         code = 1

@@ -55,8 +55,9 @@ def test_two_processes_never_overlap(db_url: str, key: str, tmp_path: Path) -> N
     assert (tmp_path / "counter").read_text() == "75"
 
 
-def test_gil_is_released_while_acquire_waits(client: dlock.Client, key: str) -> None:
-    holder = client.lock(key, ttl=30)
+def test_gil_is_released_while_acquire_waits(client: dlock.Client, client2: dlock.Client,
+                                             key: str) -> None:
+    holder = client2.lock(key, ttl=30)
     holder.acquire()
     count = [0]
     stop = threading.Event()

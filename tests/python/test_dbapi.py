@@ -62,7 +62,16 @@ def test_pymysql_connection_shares_one_client_and_is_left_alone(db_url: str, key
         with conn.cursor() as cur:
             cur.execute("SELECT 1")
             assert cur.fetchone() == (1,)
-        assert dlock.MysqlDistributedLock(conn, key).acquire(wait_time=0) is False
+        # Holds belong to the connection (in one thread): the same
+        # connection enters again, another one waits like another process.
+        same = dlock.MysqlDistributedLock(conn, key, timeout=10)
+        assert same.acquire(wait_time=0) is True and a.hold_count == 2
+        assert same.release() is True
+        other_conn = _pymysql(db_url)
+        try:
+            assert dlock.MysqlDistributedLock(other_conn, key, timeout=10).acquire(wait_time=0) is False
+        finally:
+            other_conn.close()
         assert a.release() is True
         # The password never shows.
         u = urllib.parse.urlsplit(db_url)

@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dlock/version.h" /* DLOCK_VERSION_MAJOR .. _NUMBER, written by CMake */
+
 #if defined(_WIN32)
 #  define DLOCK_EXPORT __declspec(dllexport)
 #elif defined(__GNUC__)
@@ -43,10 +45,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define DLOCK_VERSION_MAJOR 1
-#define DLOCK_VERSION_MINOR 2
-#define DLOCK_VERSION_PATCH 0
 
 /* Result codes. Positive = a non-error outcome, negative = an error.
  * (The core's code table lists the same names, values and comments; a test
@@ -91,8 +89,12 @@ typedef enum dlock_state_t {
 
 /* ---- library ----------------------------------------------------------- */
 
-/* "1.0.0". Static string. Thread safety: any thread. */
+/* "1.3.0". Static string. Thread safety: any thread. */
 DLOCK_EXPORT const char *dlock_version(void);
+/* The loaded library's version as major * 10000 + minor * 100 + patch
+ * (10300 for 1.3.0), to compare with DLOCK_VERSION_NUMBER, the header a
+ * program was compiled against. Thread safety: any thread. Since 1.3. */
+DLOCK_EXPORT int dlock_version_number(void);
 /* Stable name of a code, e.g. "DLOCK_E_LOST"; "DLOCK_UNKNOWN_CODE" for others.
  * Static string. Thread safety: any thread. */
 DLOCK_EXPORT const char *dlock_code_name(int code);
@@ -147,7 +149,9 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *     mode            lease lock or row lock: lease|row (default lease)
  *     ttl_ms          lease length, 1..2592000000 (30 days), default 30000
  *     auto_renew      the client's watchdog renews the lease every ttl/3
- *                     until release: 0|1 (default 0)
+ *                     until release: 0|1 (default 0). A row lock has no
+ *                     expiry: it is kept until released anyway, and takes
+ *                     auto_renew=1 as a no-op (since 1.3; refused before)
  *     max_hold_ms     circuit breaker: no renewal (automatic or manual) past
  *                     this time since acquisition; 0 = none (0..2592000000,
  *                     default 300000)
@@ -155,7 +159,7 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *                     when the count returns to zero: 0|1 (default 1)
  *     holder          who "the same holder" is: thread|lock (default thread:
  *                     the thread that acquired, through any lock object of
- *                     the client for that key and options, see dlock_try;
+ *                     the client for that key, see dlock_try;
  *                     lock: the lock object, for languages without stable
  *                     threads, e.g. Go)
  *     shards          row locks: map the key onto one of N rows (0 = off)
@@ -200,7 +204,20 @@ typedef struct dlock_client dlock_client;
  * by a short server wait_timeout while its holder works. An idle pooled
  * connection the server closed anyway is noticed without a round trip and
  * replaced; after one connection fails, the other idle ones are dropped too
- * (same server) rather than each tried in turn.
+ * (same server) rather than each tried in turn. A session that dlock_exec
+ * ran statements on (a lease's transaction, a row lock) is reset before the
+ * pool lends it again (COM_RESET_CONNECTION and the session settings
+ * above), so nothing those statements set reaches another lock; a session
+ * that cannot be reset is closed. Every lock connection is close-on-exec:
+ * a process the caller fork+execs does not inherit it.
+ * Pool budget: pool bounds the connections calls borrow. A dlock_try waiting
+ * on the server holds one while it waits; a row lock holds one for its hold,
+ * a lease in a transaction (dlock_begin) one until it ends; a held lease
+ * holds none. A lease that had to wait keeps its wake-up name for its hold
+ * on a connection outside the budget (at most pool of those; beyond that
+ * the name is given back and its waiters poll), so a client opens at most
+ * 2*pool connections. DLOCK_E_POOL: every connection of the budget stayed
+ * lent for the whole wait (at least 1 s).
  * Time bounds (ct = connect_timeout, rt = read_timeout, in seconds): a
  * statement whose connection dropped is re-run on a fresh connection only
  * while the call is younger than max(its wait, ct); so dlock_renew and
@@ -241,20 +258,30 @@ DLOCK_EXPORT int dlock_open(dlock_lock **out, dlock_client *client,
                             const dlock_config *cfg, dlock_error *err);
 DLOCK_EXPORT void dlock_close(dlock_lock *lock);
 
-/* Tries to take the lock, waiting at most wait_ms (0 = one attempt,
- * max 86400000). Returns DLOCK_OK (now held; a new owner id and fencing token
+/* Tries to take the lock, waiting at most wait_ms (0 = one attempt; a
+ * negative wait_ms = no limit: until the lock is acquired, dlock_cancel ends
+ * the call, or dlock_close closes the lock; since 1.3, before which waits
+ * were 0..86400000). An error (a server that cannot be reached, say) ends
+ * any wait. Returns DLOCK_OK (now held; a new owner id and fencing token
  * were assigned) or DLOCK_BUSY (someone else held it for the whole wait), or
  * an error. If the same holder (see the holder option) already holds it:
  * DLOCK_OK and the hold count goes up (owner and token unchanged), or
  * DLOCK_E_STATE with reentrant=0. Another holder waits like any other waiter.
- * Holders (article 6.4): with holder=thread (the default) the lock objects of
- * one client opened for the same key with the same options share one hold:
+ * Holders (article 6.4): with holder=thread (the default) and reentrant=1
+ * the lock objects of one client opened for the same key and mode share one
+ * hold (a lease lock and a row lock of one key are two locks, in two tables):
  * the thread (or dlock_try_as id) that holds the key enters again through
  * any of them, a release through any of them counts down, the last one
  * releases the lock, and closing an object gives back the holds taken
  * through it (since 1.1; before, each object was a holder of its own).
- * Other threads, other clients and objects with other options are other
- * holders. With holder=lock each object is one holder of its own.
+ * Sharing objects must agree on every lock option: since 1.3, dlock_open
+ * refuses (DLOCK_E_INVALID, naming the option and both values) such an
+ * object when one with other lock options is open for the key and mode on
+ * the client (else it would run on the first one's ttl, renewal or
+ * transaction); before, they were separate holders. Objects with holder=lock or
+ * reentrant=0 share nothing, so they are never refused: each is a holder of
+ * its own, excluded like another process. Other threads and other clients
+ * are other holders.
  * Re-entry stops at INT_MAX holds: one more dlock_try by that holder returns
  * DLOCK_E_STATE (the count never wraps). A dlock_try of the holder that runs
  * while a release of its hold is in flight (another thread's dlock_release,
@@ -270,7 +297,12 @@ DLOCK_EXPORT void dlock_close(dlock_lock *lock);
  * taken stays taken until its ttl runs out. A call that dlock_cancel reached
  * returns DLOCK_E_CANCELLED whatever else happened; a lock it won (or may
  * have won, as above) in the race with the cancel is given back before it
- * returns. */
+ * returns, except one whose acquiring statement the cancel itself cut off:
+ * dlock_cancel shuts the socket of the statement the call is waiting on
+ * (a row wait, a wake-up wait, a lease attempt), so that the call returns
+ * at once even from a server that does not answer; whether a lease attempt
+ * cut off that way took the lease is unknown, and such a lease, if taken,
+ * runs out by its ttl, as after DLOCK_E_UNKNOWN. */
 DLOCK_EXPORT int dlock_try(dlock_lock *lock, int64_t wait_ms, dlock_error *err);
 
 /* dlock_try and dlock_release on behalf of a holder id chosen by the caller
@@ -337,6 +369,22 @@ DLOCK_EXPORT int dlock_release(dlock_lock *lock, dlock_error *err);
  * and keeps the lease; acts on the caller's hold, as dlock_renew. */
 DLOCK_EXPORT int dlock_rollback(dlock_lock *lock, dlock_error *err);
 
+/* Ends the hold without committing: the protected work failed. A row lock's
+ * transaction and a lease's transaction (dlock_begin, transaction=1) roll
+ * back; the lease is given back (a row lock is free with its rollback).
+ * Unlike dlock_release, it ends every reentrant hold at once, whatever the
+ * count: the levels share one transaction, and it is gone; a later
+ * dlock_release by an outer level returns DLOCK_E_STATE. The one policy of
+ * every binding's "run with the lock" helper: commit (dlock_release) when
+ * the work succeeds, dlock_abort when it fails. Returns DLOCK_OK,
+ * DLOCK_E_LOST if the hold had been lost meanwhile (nothing was committed
+ * either way), DLOCK_E_STATE if the calling holder does not hold it. After
+ * it the state is IDLE (free) or LOST, as after dlock_release. Thread
+ * safety and holders: as dlock_release. Since 1.3. */
+DLOCK_EXPORT int dlock_abort(dlock_lock *lock, dlock_error *err);
+/* dlock_abort on behalf of holder (as dlock_release_as). Since 1.3. */
+DLOCK_EXPORT int dlock_abort_as(dlock_lock *lock, uint64_t holder, dlock_error *err);
+
 /* Lease lock (A7): opens a transaction on a connection of the lock's own.
  * dlock_exec then runs there, and dlock_release runs the release inside it
  * and commits both (or, if the lease was lost, rolls both back and returns
@@ -354,8 +402,13 @@ DLOCK_EXPORT int dlock_begin(dlock_lock *lock, dlock_error *err);
  * Statements that would end the transaction are refused with
  * DLOCK_E_INVALID before they are sent: COMMIT, ROLLBACK (ROLLBACK TO
  * SAVEPOINT is fine), BEGIN, START TRANSACTION, XA, LOCK/UNLOCK TABLES,
- * SET autocommit, and statements with an implicit commit (CREATE, ALTER,
- * DROP, RENAME, TRUNCATE, GRANT, ...; CREATE/DROP TEMPORARY is fine).
+ * a SET that assigns autocommit (in any of its assignments), and statements
+ * with an implicit commit (CREATE, ALTER, DROP, RENAME, TRUNCATE, GRANT,
+ * BACKUP, ...; CREATE/DROP TEMPORARY is fine).
+ * What the statements change in the session (variables such as timestamp,
+ * time_zone, sql_mode or autocommit, the transaction mode, user locks,
+ * HANDLERs, temporary tables) ends with the hold: the connection is reset
+ * before another lock uses it (see dlock_client_open).
  * After every statement the server's in-transaction flag is checked: if the
  * transaction ended anyway (a deadlock rolled it back, a procedure
  * committed), a row lock is LOST (DLOCK_E_LOST: the server released the
@@ -368,11 +421,12 @@ DLOCK_EXPORT int dlock_exec(dlock_lock *lock, const char *sql,
 
 /* Blocks the calling thread until the lock is lost (DLOCK_E_LOST: expired,
  * taken, connection died, max hold ran out), released or not held
- * (DLOCK_OK), timeout_ms passes (DLOCK_E_TIMEOUT) or dlock_cancel is called
- * (DLOCK_E_CANCELLED). This is how a caller learns of a loss on its own
- * thread: the library never calls back. Waits on the hold the accessors
- * describe to the caller (see "Whose hold" below): a watcher thread that
- * holds nothing of its own waits on the hold taken through this object. */
+ * (DLOCK_OK), timeout_ms passes (DLOCK_E_TIMEOUT; a negative timeout_ms =
+ * no limit, since 1.3) or dlock_cancel is called (DLOCK_E_CANCELLED). This
+ * is how a caller learns of a loss on its own thread: the library never
+ * calls back. Waits on the hold the accessors describe to the caller (see
+ * "Whose hold" below): a watcher thread that holds nothing of its own waits
+ * on the hold taken through this object. */
 DLOCK_EXPORT int dlock_wait_lost(dlock_lock *lock, int64_t timeout_ms, dlock_error *err);
 /* dlock_wait_lost counting every dlock_cancel on this object after
  * cancel_mark (from dlock_cancel_mark), also one that came before the call
@@ -446,7 +500,8 @@ DLOCK_EXPORT const char *dlock_owner(const dlock_lock *lock);
 DLOCK_EXPORT size_t dlock_owner_copy(const dlock_lock *lock, char *buf, size_t buf_size);
 /* Lease locks: the fencing token of the current/last acquisition, strictly
  * increasing per key across releases, takeovers, crashes and server
- * restarts; 0 before the first. Row locks: always 0. A row lock is its
+ * restarts, and across a lease table dropped and made again (its tokens
+ * then continue above the next multiple of 2^40); 0 before the first. Row locks: always 0. A row lock is its
  * transaction: it does not expire while the holder lives, and a holder whose
  * connection died cannot commit; a counter bumped inside that transaction
  * would be undone by the very rollback it should survive. Use a lease when
@@ -467,6 +522,10 @@ DLOCK_EXPORT int64_t dlock_busy_remaining_ms(const dlock_lock *lock);
  * for each further dlock_try by the same holder (the hold described under
  * "Whose hold"; dlock_hold_count_as counts one holder's only). */
 DLOCK_EXPORT int dlock_hold_count(const dlock_lock *lock);
+/* The lock's mode, DLOCK_MODE_LEASE or DLOCK_MODE_ROW (static strings),
+ * whether set on the lock or inherited from the client; "" for NULL.
+ * Since 1.3. */
+DLOCK_EXPORT const char *dlock_mode(const dlock_lock *lock);
 
 /* ---- observability: events and counters (B6) --------------------------- */
 
@@ -496,8 +555,9 @@ typedef struct dlock_event {
   char message[256];
 } dlock_event;
 
-/* Takes the oldest event from the client's queue, waiting up to wait_ms.
- * DLOCK_OK (out filled) or DLOCK_E_TIMEOUT (none). Any thread. */
+/* Takes the oldest event from the client's queue, waiting up to wait_ms
+ * (0 or more; since 1.3 without an upper bound). DLOCK_OK (out filled) or
+ * DLOCK_E_TIMEOUT (none). Any thread. */
 DLOCK_EXPORT int dlock_client_next_event(dlock_client *client, dlock_event *out,
                                          int64_t wait_ms, dlock_error *err);
 
@@ -538,7 +598,10 @@ DLOCK_EXPORT int dlock_client_cleanup(dlock_client *client, uint64_t *out_delete
  * a client that stays open while the tables are dropped and made again (a
  * test's reset, a setup script), without opening a second client.
  * Idempotent. The client forgets which row-lock rows it has seen, so row
- * locks re-create theirs. Uses one of the client's lock connections (waits
+ * locks re-create theirs. A lease table it makes again while the fencing
+ * floor's table (table_fence) is still there continues the tokens above
+ * every token issued before: the floor first moves to the next multiple of
+ * 2^40 (the dropped rows took the highest tokens with them). Uses one of the client's lock connections (waits
  * up to connect_timeout for one). Since 1.2.
  * Thread safety: any thread, also while locks of the client are in use.
  * Errors: DLOCK_E_DB when a table exists with columns dlock cannot use (the

@@ -125,11 +125,13 @@ class Client {
 };
 
 // One named lock. Thread-safe: operations are serialised per object. Objects
-// of one client with the same key, mode and options and holder=thread share
+// of one client for the same key with holder=thread and reentrant=1 share
 // their hold: the thread that holds the key enters again through any of
 // them; the last release (through any of them) releases it; closing one
-// gives back the holds it took. The accessors, WaitLost and the calls that
-// act on a hold answer for the caller's own hold (dlock.h, "Whose hold").
+// gives back the holds it took. They must agree on every lock option: Open
+// refuses (kInvalid, naming the option) one that differs from an object
+// still open. The accessors, WaitLost and the calls that act on a hold
+// answer for the caller's own hold (dlock.h, "Whose hold").
 class Lock {
  public:
   static Status Open(std::shared_ptr<Client> client, const std::string& key, const Config& cfg,
@@ -142,6 +144,10 @@ class Lock {
   Status Try(int64_t wait_ms);
   Status Renew();
   Status Release();
+  // Ends the hold without committing (the work failed): the hold's
+  // transaction (a row lock's; a lease's, once begun) rolls back and the
+  // lease is given back, whatever the reentrant count: every level ends.
+  Status Abort();
   Status Rollback();
   // Lease locks: opens a transaction on a connection of the lock's own, so
   // that Exec runs there and Release commits it with the release (A7).
@@ -165,6 +171,7 @@ class Lock {
   // calling OS thread, in each of these.
   Status TryAs(uint64_t holder, int64_t wait_ms);
   Status ReleaseAs(uint64_t holder);
+  Status AbortAs(uint64_t holder);
   Status RollbackAs(uint64_t holder);
   int hold_count_as(uint64_t holder) const;
   // After kBusy on a lease: ms the holder's lease still had (server clock); -1 unknown.
@@ -183,6 +190,8 @@ class Lock {
   size_t copy_owner(char* buf, size_t cap) const;
   uint64_t token() const;
   const std::string& key() const;
+  // "lease" or "row" (static strings, as dlock_config_set takes them).
+  const char* mode() const;
   int64_t remaining_ms() const;
   int hold_count() const;  // reentrant holds (0 when not held)
 
@@ -193,6 +202,8 @@ class Lock {
 };
 
 const char* Version();
+// major * 10000 + minor * 100 + patch, e.g. 10300 for "1.3.0".
+int VersionNumber();
 
 }  // namespace dlock
 

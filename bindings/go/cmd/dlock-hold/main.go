@@ -37,11 +37,8 @@ func run(url, key string, wait, ttl time.Duration, mode string) int {
 		return 1
 	}
 	defer client.Close()
-	opts := []dlock.Option{dlock.WithWait(wait), dlock.WithMode(dlock.Mode(mode))}
-	if mode != string(dlock.Row) {
-		opts = append(opts, dlock.WithTTL(ttl), dlock.WithAutoRenew(true))
-	}
-	l, err := client.NewLock(key, opts...)
+	// Renewed until released (the package's default; a row lock has no expiry).
+	l, err := client.NewLock(key, dlock.WithWait(wait), dlock.WithMode(dlock.Mode(mode)), dlock.WithTTL(ttl))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dlock-hold:", err)
 		return 1

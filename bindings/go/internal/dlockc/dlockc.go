@@ -56,21 +56,22 @@ typedef long long swig_type_23;
 typedef _goslice_ swig_type_24;
 typedef long long swig_type_25;
 typedef long long swig_type_26;
-typedef long long swig_type_27;
+typedef _gostring_ swig_type_27;
 typedef long long swig_type_28;
 typedef long long swig_type_29;
 typedef long long swig_type_30;
 typedef long long swig_type_31;
 typedef long long swig_type_32;
-typedef _gostring_ swig_type_33;
+typedef long long swig_type_33;
 typedef _gostring_ swig_type_34;
 typedef _gostring_ swig_type_35;
 typedef _gostring_ swig_type_36;
 typedef _gostring_ swig_type_37;
 typedef _gostring_ swig_type_38;
-typedef long long swig_type_39;
-typedef _goslice_ swig_type_40;
-typedef long long swig_type_41;
+typedef _gostring_ swig_type_39;
+typedef long long swig_type_40;
+typedef _goslice_ swig_type_41;
+typedef long long swig_type_42;
 extern void _wrap_Swig_free_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
 extern uintptr_t _wrap_Swig_malloc_dlockc_489b11ab0a9e7f80(swig_intgo arg1);
 extern uintptr_t _wrap_dlockswig_config_new_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
@@ -106,6 +107,7 @@ extern swig_intgo _wrap_DLOCK_STATE_IDLE_dlockc_489b11ab0a9e7f80(void);
 extern swig_intgo _wrap_DLOCK_STATE_HELD_dlockc_489b11ab0a9e7f80(void);
 extern swig_intgo _wrap_DLOCK_STATE_LOST_dlockc_489b11ab0a9e7f80(void);
 extern swig_type_8 _wrap_dlock_version_dlockc_489b11ab0a9e7f80(void);
+extern swig_intgo _wrap_dlock_version_number_dlockc_489b11ab0a9e7f80(void);
 extern swig_type_9 _wrap_dlock_code_name_dlockc_489b11ab0a9e7f80(swig_intgo arg1);
 extern void _wrap_dlock_config_free_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
 extern swig_intgo _wrap_dlock_config_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_10 arg2, swig_type_11 arg3, uintptr_t arg4);
@@ -119,6 +121,7 @@ extern swig_intgo _wrap_dlock_try_from_dlockc_489b11ab0a9e7f80(uintptr_t arg1, s
 extern swig_intgo _wrap_dlock_renew_dlockc_489b11ab0a9e7f80(uintptr_t arg1, uintptr_t arg2);
 extern swig_intgo _wrap_dlock_release_dlockc_489b11ab0a9e7f80(uintptr_t arg1, uintptr_t arg2);
 extern swig_intgo _wrap_dlock_rollback_dlockc_489b11ab0a9e7f80(uintptr_t arg1, uintptr_t arg2);
+extern swig_intgo _wrap_dlock_abort_dlockc_489b11ab0a9e7f80(uintptr_t arg1, uintptr_t arg2);
 extern swig_intgo _wrap_dlock_begin_dlockc_489b11ab0a9e7f80(uintptr_t arg1, uintptr_t arg2);
 extern swig_intgo _wrap_dlock_wait_lost_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_19 arg2, uintptr_t arg3);
 extern swig_intgo _wrap_dlock_wait_lost_from_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_20 arg2, swig_type_21 arg3, uintptr_t arg4);
@@ -130,6 +133,7 @@ extern swig_type_23 _wrap_dlock_owner_copy_dlockc_489b11ab0a9e7f80(uintptr_t arg
 extern swig_type_25 _wrap_dlock_token_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
 extern swig_type_26 _wrap_dlock_remaining_ms_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
 extern swig_intgo _wrap_dlock_hold_count_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
+extern swig_type_27 _wrap_dlock_mode_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
 extern swig_intgo _wrap_DLOCK_EVENT_LOST_dlockc_489b11ab0a9e7f80(void);
 extern swig_intgo _wrap_DLOCK_EVENT_MAX_HOLD_dlockc_489b11ab0a9e7f80(void);
 extern swig_intgo _wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_489b11ab0a9e7f80(void);
@@ -142,23 +146,23 @@ extern void _wrap_dlock_event_kind_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, s
 extern swig_intgo _wrap_dlock_event_kind_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
 extern void _wrap_dlock_event_severity_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_dlock_event_severity_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern void _wrap_dlock_event_unix_ms_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_27 arg2);
-extern swig_type_28 _wrap_dlock_event_unix_ms_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern void _wrap_dlock_event_token_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_29 arg2);
-extern swig_type_30 _wrap_dlock_event_token_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern void _wrap_dlock_event_key_len_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_31 arg2);
-extern swig_type_32 _wrap_dlock_event_key_len_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern void _wrap_dlock_event_key_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_33 arg2);
-extern swig_type_34 _wrap_dlock_event_key_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern void _wrap_dlock_event_owner_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_35 arg2);
-extern swig_type_36 _wrap_dlock_event_owner_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern void _wrap_dlock_event_message_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_37 arg2);
-extern swig_type_38 _wrap_dlock_event_message_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
+extern void _wrap_dlock_event_unix_ms_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_28 arg2);
+extern swig_type_29 _wrap_dlock_event_unix_ms_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
+extern void _wrap_dlock_event_token_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_30 arg2);
+extern swig_type_31 _wrap_dlock_event_token_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
+extern void _wrap_dlock_event_key_len_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_32 arg2);
+extern swig_type_33 _wrap_dlock_event_key_len_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
+extern void _wrap_dlock_event_key_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_34 arg2);
+extern swig_type_35 _wrap_dlock_event_key_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
+extern void _wrap_dlock_event_owner_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_36 arg2);
+extern swig_type_37 _wrap_dlock_event_owner_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
+extern void _wrap_dlock_event_message_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_38 arg2);
+extern swig_type_39 _wrap_dlock_event_message_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
 extern uintptr_t _wrap_new_dlock_event_dlockc_489b11ab0a9e7f80(void);
 extern void _wrap_delete_dlock_event_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern swig_intgo _wrap_dlock_client_next_event_dlockc_489b11ab0a9e7f80(uintptr_t arg1, uintptr_t arg2, swig_type_39 arg3, uintptr_t arg4);
+extern swig_intgo _wrap_dlock_client_next_event_dlockc_489b11ab0a9e7f80(uintptr_t arg1, uintptr_t arg2, swig_type_40 arg3, uintptr_t arg4);
 extern swig_intgo _wrap_dlock_client_init_schema_dlockc_489b11ab0a9e7f80(uintptr_t arg1, uintptr_t arg2);
-extern swig_intgo _wrap_dlockswig_exec_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_40 arg2, swig_type_41 arg3, swig_voidp arg4, uintptr_t arg5);
+extern swig_intgo _wrap_dlockswig_exec_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_41 arg2, swig_type_42 arg3, swig_voidp arg4, uintptr_t arg5);
 #undef intgo
 */
 import "C"
@@ -247,10 +251,6 @@ func Dlockswig_client_cleanup(arg1 Struct_SS_dlock_client, arg2 Dlock_error) (_s
 	swig_r = (uint64)(C._wrap_dlockswig_client_cleanup_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
 	return swig_r
 }
-
-const DLOCK_VERSION_MAJOR int = 1
-const DLOCK_VERSION_MINOR int = 2
-const DLOCK_VERSION_PATCH int = 0
 
 type Enum_SS_dlock_code int
 
@@ -496,6 +496,12 @@ func Dlock_version() (_swig_ret string) {
 	return swig_r_1
 }
 
+func Dlock_version_number() (_swig_ret int) {
+	var swig_r int
+	swig_r = (int)(C._wrap_dlock_version_number_dlockc_489b11ab0a9e7f80())
+	return swig_r
+}
+
 func Dlock_code_name(arg1 int) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
@@ -605,6 +611,14 @@ func Dlock_rollback(arg1 Struct_SS_dlock_lock, arg2 Dlock_error) (_swig_ret int)
 	return swig_r
 }
 
+func Dlock_abort(arg1 Struct_SS_dlock_lock, arg2 Dlock_error) (_swig_ret int) {
+	var swig_r int
+	_swig_i_0 := getSwigcptr(arg1)
+	_swig_i_1 := getSwigcptr(arg2)
+	swig_r = (int)(C._wrap_dlock_abort_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
+	return swig_r
+}
+
 func Dlock_begin(arg1 Struct_SS_dlock_lock, arg2 Dlock_error) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
@@ -693,6 +707,16 @@ func Dlock_hold_count(arg1 Struct_SS_dlock_lock) (_swig_ret int) {
 	_swig_i_0 := getSwigcptr(arg1)
 	swig_r = (int)(C._wrap_dlock_hold_count_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0)))
 	return swig_r
+}
+
+func Dlock_mode(arg1 Struct_SS_dlock_lock) (_swig_ret string) {
+	var swig_r string
+	_swig_i_0 := getSwigcptr(arg1)
+	swig_r_p := C._wrap_dlock_mode_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0))
+	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
+	var swig_r_1 string
+	swig_r_1 = string([]byte(swig_r))
+	return swig_r_1
 }
 
 type Enum_SS_dlock_event_type int
@@ -801,7 +825,7 @@ func (arg1 SwigcptrDlock_event) GetSeverity() (_swig_ret int) {
 func (arg1 SwigcptrDlock_event) SetUnix_ms(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_unix_ms_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.swig_type_27(_swig_i_1))
+	C._wrap_dlock_event_unix_ms_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.swig_type_28(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_event) GetUnix_ms() (_swig_ret int64) {
@@ -814,7 +838,7 @@ func (arg1 SwigcptrDlock_event) GetUnix_ms() (_swig_ret int64) {
 func (arg1 SwigcptrDlock_event) SetToken(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_token_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.swig_type_29(_swig_i_1))
+	C._wrap_dlock_event_token_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.swig_type_30(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_event) GetToken() (_swig_ret uint64) {
@@ -827,7 +851,7 @@ func (arg1 SwigcptrDlock_event) GetToken() (_swig_ret uint64) {
 func (arg1 SwigcptrDlock_event) SetKey_len(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_key_len_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.swig_type_31(_swig_i_1))
+	C._wrap_dlock_event_key_len_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.swig_type_32(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_event) GetKey_len() (_swig_ret int64) {
@@ -840,7 +864,7 @@ func (arg1 SwigcptrDlock_event) GetKey_len() (_swig_ret int64) {
 func (arg1 SwigcptrDlock_event) SetKey(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_key_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), *(*C.swig_type_33)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_dlock_event_key_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), *(*C.swig_type_34)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -859,7 +883,7 @@ func (arg1 SwigcptrDlock_event) GetKey() (_swig_ret string) {
 func (arg1 SwigcptrDlock_event) SetOwner(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_owner_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), *(*C.swig_type_35)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_dlock_event_owner_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), *(*C.swig_type_36)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -878,7 +902,7 @@ func (arg1 SwigcptrDlock_event) GetOwner() (_swig_ret string) {
 func (arg1 SwigcptrDlock_event) SetMessage(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_message_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), *(*C.swig_type_37)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_dlock_event_message_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), *(*C.swig_type_38)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -932,7 +956,7 @@ func Dlock_client_next_event(arg1 Struct_SS_dlock_client, arg2 Dlock_event, arg3
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := getSwigcptr(arg4)
-	swig_r = (int)(C._wrap_dlock_client_next_event_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_39(_swig_i_2), C.uintptr_t(_swig_i_3)))
+	swig_r = (int)(C._wrap_dlock_client_next_event_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_40(_swig_i_2), C.uintptr_t(_swig_i_3)))
 	return swig_r
 }
 
@@ -951,7 +975,7 @@ func Dlockswig_exec(arg1 Struct_SS_dlock_lock, arg2 []byte, arg3 int64, arg4 *in
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := getSwigcptr(arg5)
-	swig_r = (int)(C._wrap_dlockswig_exec_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), *(*C.swig_type_40)(unsafe.Pointer(&_swig_i_1)), C.swig_type_41(_swig_i_2), C.swig_voidp(_swig_i_3), C.uintptr_t(_swig_i_4)))
+	swig_r = (int)(C._wrap_dlockswig_exec_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), *(*C.swig_type_41)(unsafe.Pointer(&_swig_i_1)), C.swig_type_42(_swig_i_2), C.swig_voidp(_swig_i_3), C.uintptr_t(_swig_i_4)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}

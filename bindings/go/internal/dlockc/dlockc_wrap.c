@@ -734,6 +734,17 @@ _gostring_ _wrap_dlock_version_dlockc_489b11ab0a9e7f80() {
 }
 
 
+intgo _wrap_dlock_version_number_dlockc_489b11ab0a9e7f80() {
+  int result;
+  intgo _swig_go_result;
+  
+  
+  result = (int)dlock_version_number();
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
 _gostring_ _wrap_dlock_code_name_dlockc_489b11ab0a9e7f80(intgo _swig_go_0) {
   int arg1 ;
   char *result = 0 ;
@@ -937,6 +948,21 @@ intgo _wrap_dlock_rollback_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0
 }
 
 
+intgo _wrap_dlock_abort_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
+  dlock_lock *arg1 = (dlock_lock *) 0 ;
+  dlock_error *arg2 = (dlock_error *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(dlock_lock **)&_swig_go_0; 
+  arg2 = *(dlock_error **)&_swig_go_1; 
+  
+  result = (int)dlock_abort(arg1,arg2);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
 intgo _wrap_dlock_begin_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
@@ -1097,6 +1123,22 @@ intgo _wrap_dlock_hold_count_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go
   
   result = (int)dlock_hold_count((struct dlock_lock const *)arg1);
   _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+_gostring_ _wrap_dlock_mode_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
+  dlock_lock *arg1 = (dlock_lock *) 0 ;
+  char *result = 0 ;
+  _gostring_ _swig_go_result;
+  
+  arg1 = *(dlock_lock **)&_swig_go_0; 
+  
+  result = (char *)dlock_mode((struct dlock_lock const *)arg1);
+  
+  _swig_go_result.p = (char *)result;
+  _swig_go_result.n = result ? (intgo)strlen((const char *)result) : 0;
+  
   return _swig_go_result;
 }
 

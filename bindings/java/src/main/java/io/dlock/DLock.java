@@ -40,8 +40,8 @@ import java.util.function.BiConsumer;
  * <p>Thread safety: all methods may be called from any thread, including virtual threads.
  */
 public final class DLock implements Lock, AutoCloseable {
-  /** dlock_try's longest wait; longer waits are made of several. */
-  private static final long MAX_WAIT_MS = 86_400_000L;
+  /** The wait dlock_try and dlock_wait_lost take for "no limit". */
+  private static final long NO_LIMIT = -1;
 
   /** Owns the native lock; run once, by close() or, if the lock was dropped, the Cleaner. */
   private static final class Handle implements Runnable {
@@ -89,11 +89,14 @@ public final class DLock implements Lock, AutoCloseable {
 
   // ---- acquiring ----------------------------------------------------------------------------
 
-  /** Waits (uninterruptibly) until the lock is held. */
+  /**
+   * Waits until the lock is held, without limit (as {@link Lock#lock()}: an interrupt does not end
+   * it; {@link #lockInterruptibly()} is the wait an interrupt ends).
+   */
   @Override
   public void lock() {
     try {
-      acquire(-1, false);
+      acquire(NO_LIMIT, false);
     } catch (InterruptedException e) {
       throw new AssertionError(e); // not interruptible
     }
@@ -105,7 +108,7 @@ public final class DLock implements Lock, AutoCloseable {
    */
   @Override
   public void lockInterruptibly() throws InterruptedException {
-    acquire(-1, true);
+    acquire(NO_LIMIT, true);
   }
 
   /** One attempt, no waiting (one round trip to the server). */
@@ -126,9 +129,9 @@ public final class DLock implements Lock, AutoCloseable {
   }
 
   /**
-   * waitMs: -1 = until held, else the total wait. A wait longer than dlock_try's maximum is made of
-   * consecutive tries; nothing else repeats a try, except after a cancellation meant for another
-   * thread of this object (dlock_cancel cancels every wait on the object).
+   * waitMs: NO_LIMIT = until held, else the total wait. One dlock_try_from; it is repeated only
+   * after a cancellation meant for another thread of this object (dlock_cancel cancels every wait
+   * on the object), with what is left of the wait.
    */
   private boolean acquire(long waitMs, boolean interruptible) throws InterruptedException {
     if (interruptible && Thread.interrupted()) throw new InterruptedException();
@@ -138,14 +141,13 @@ public final class DLock implements Lock, AutoCloseable {
       ensureOpen();
       final long start = System.nanoTime();
       for (;; ) {
-        long slice = MAX_WAIT_MS;
+        long left = NO_LIMIT;
         if (waitMs >= 0) {
-          long left = waitMs - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
-          slice = Math.min(MAX_WAIT_MS, Math.max(0, left));
+          left = Math.max(0, waitMs - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
         }
         int rc;
         try {
-          rc = waitInLibrary(holder, slice, interruptible);
+          rc = waitInLibrary(holder, left, interruptible);
         } catch (CancelledException e) {
           if (closing) throw closedWhileWaiting();
           continue; // another thread's interrupt: this wait goes on
@@ -154,9 +156,7 @@ public final class DLock implements Lock, AutoCloseable {
           watchIfNeeded();
           return true;
         }
-        if (waitMs >= 0 && TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start) >= waitMs) {
-          return false;
-        }
+        return false; // DLOCK_BUSY: another holder kept it for the whole wait
       }
     } finally {
       guard.readLock().unlock();
@@ -176,7 +176,7 @@ public final class DLock implements Lock, AutoCloseable {
     // close() sets closing before it cancels: either its cancel comes after the mark (and ends
     // the call) or closing is seen here.
     if (closing) throw closedWhileWaiting();
-    if (waitMs > 0 && Natives.onVirtualThread()) {
+    if (waitMs != 0 && Natives.onVirtualThread()) {
       return waitOnHost(ptr, holder, mark, waitMs, interruptible);
     }
     if (!interruptible || waitMs == 0) return nativeTry(ptr, holder, mark, waitMs);
@@ -280,11 +280,36 @@ public final class DLock implements Lock, AutoCloseable {
    */
   @Override
   public void unlock() {
+    endHold(true);
+  }
+
+  /**
+   * Ends the calling thread's hold without committing, for work that failed: a row lock's
+   * transaction and a lease's (opened by {@link #begin()} or option {@code transaction=1}) roll
+   * back, the lease is given back, and every reentrant level ends at once (they share the
+   * transaction; an outer {@link #unlock()} then throws {@link IllegalMonitorStateException}).
+   * {@link DLockClient#withLock} calls it when the work throws; {@link #close()} of a held lock
+   * does not commit either.
+   *
+   * @throws LockLostException if the hold had been lost meanwhile (nothing was committed either
+   *     way)
+   * @throws IllegalMonitorStateException if the calling thread does not hold it
+   */
+  public void abort() {
+    endHold(false);
+  }
+
+  /** unlock() (commit) or abort(), on behalf of the calling Java thread. */
+  private void endHold(boolean commit) {
     final long holder = holderId();
     guard.readLock().lock();
     try {
       ensureOpen();
-      DLockNative.dlock_release_as(handle.ptr, holder);
+      if (commit) {
+        DLockNative.dlock_release_as(handle.ptr, holder);
+      } else {
+        DLockNative.dlock_abort_as(handle.ptr, holder);
+      }
     } catch (LockStateException e) {
       IllegalMonitorStateException m = new IllegalMonitorStateException(e.getMessage());
       m.initCause(e);
@@ -447,6 +472,20 @@ public final class DLock implements Lock, AutoCloseable {
     }
   }
 
+  /**
+   * The lock's mode, {@code "lease"} or {@code "row"}: as given to {@link DLockClient#newLock(String,
+   * java.util.Map)} or inherited from the client's options.
+   */
+  public String mode() {
+    guard.readLock().lock();
+    try {
+      ensureOpen();
+      return DLockNative.dlock_mode(handle.ptr);
+    } finally {
+      guard.readLock().unlock();
+    }
+  }
+
   /** Milliseconds left on the lease by this process's clock; 0 if not held; -1 for row locks. */
   public long remainingMillis() {
     return read(() -> DLockNative.dlock_remaining_ms(handle.ptr));
@@ -513,11 +552,11 @@ public final class DLock implements Lock, AutoCloseable {
         if (closing) break;
         BiConsumer<DLock, Long> hook = watchGapHook;
         if (hook != null) hook.accept(this, mark);
-        DLockNative.dlock_wait_lost_from(handle.ptr, mark, MAX_WAIT_MS);
+        DLockNative.dlock_wait_lost_from(handle.ptr, mark, NO_LIMIT);
       } catch (LockLostException e) {
         lost = true;
-      } catch (CancelledException | DLockTimeoutException e) {
-        continue; // close() (seen above) or another thread's interrupt; or a day passed
+      } catch (CancelledException e) {
+        continue; // close() (seen above) or another thread's interrupt
       } finally {
         guard.readLock().unlock();
       }
@@ -556,8 +595,11 @@ public final class DLock implements Lock, AutoCloseable {
   // ---- closing --------------------------------------------------------------------------------
 
   /**
-   * Closes the lock object, releasing it first if held. Waits of other threads on it end (with
-   * IllegalStateException); the onLost watcher stops. Idempotent.
+   * Closes the lock object, giving it back first if held, without committing (as {@link #abort()}:
+   * a row lock's or a lease's transaction rolls back), so that try-with-resources left by an
+   * exception commits nothing: call {@link #unlock()} at the end of the block for work that
+   * succeeded. Waits of other threads on it end (with IllegalStateException); the onLost watcher
+   * stops. Idempotent.
    */
   @Override
   public void close() {

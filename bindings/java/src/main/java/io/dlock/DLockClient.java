@@ -48,10 +48,8 @@ public final class DLockClient implements AutoCloseable {
   // Readers: calls that use the handle; writer: close, which frees it.
   private final ReentrantReadWriteLock guard = new ReentrantReadWriteLock();
   private volatile boolean closed;
-  private final String defaultMode; // the lock mode the client's options set, if any
 
-  private DLockClient(long ptr, String defaultMode) {
-    this.defaultMode = defaultMode;
+  private DLockClient(long ptr) {
     handle = new Handle(ptr);
     cleanable = Natives.CLEANER.register(this, handle);
   }
@@ -71,19 +69,30 @@ public final class DLockClient implements AutoCloseable {
    * Opens a client with options, as dlock.h's {@code dlock_config_set} keys: client options
    * ({@code pool}, {@code connect_timeout}, {@code table}, ...) and lock defaults ({@code ttl_ms},
    * {@code auto_renew}, {@code max_hold_ms}, {@code mode}, ...). They override the URL's query.
+   *
+   * <p>A lock keeps itself until it is unlocked, as a {@link java.util.concurrent.locks.Lock}
+   * should: the client's locks renew their lease ({@code auto_renew=1}) unless {@code
+   * auto_renew=0} is given here or to {@link #newLock(String, Map)}. Max hold ({@code
+   * max_hold_ms}, 5 minutes by default) still ends a hold that is never released, and a loss is
+   * always reported ({@link LockLostException}, {@link DLock#onLost}).
+   *
+   * @throws IllegalStateException if the loaded libdlock is older than this binding needs (1.3)
    */
   public static DLockClient open(String url, Map<String, String> options) {
     Objects.requireNonNull(url, "url");
-    long cfg = Natives.config(options);
+    Natives.requireLibrary();
+    Map<String, String> all = new HashMap<>();
+    all.put("auto_renew", "1");
+    if (options != null) all.putAll(options);
+    long cfg = Natives.config(all);
     try {
-      return new DLockClient(
-          DLockNative.dlockswig_client_open(url, cfg), options == null ? null : options.get("mode"));
+      return new DLockClient(DLockNative.dlockswig_client_open(url, cfg));
     } finally {
       DLockNative.dlock_config_free(cfg);
     }
   }
 
-  /** The C library's version, e.g. "1.0.0". */
+  /** The loaded C library's version, e.g. "1.3.0". */
   public static String libraryVersion() {
     return DLockNative.dlock_version();
   }
@@ -121,7 +130,10 @@ public final class DLockClient implements AutoCloseable {
 
   /**
    * Runs work while holding key's lock, waiting for it as long as it takes (interruptibly), and
-   * releases it afterwards. A lease is renewed by the library while work runs.
+   * ends the hold afterwards by the one policy of every dlock binding: when work returns, the lock
+   * is released and its transaction (a row lock's, a lease's) commits; when work throws, {@link
+   * DLock#abort()} rolls that transaction back and gives the lock back. A lease is renewed by the
+   * library while work runs.
    *
    * @throws LockLostException if the lease was lost while work ran (the work's result is then
    *     discarded: another holder may have run meanwhile)
@@ -146,8 +158,11 @@ public final class DLockClient implements AutoCloseable {
 
   /**
    * The general form: lock options (as {@link #newLock(String, Map)}), a wait (null = as long as it
-   * takes), and work that is given the held lock, e.g. for its fencing token. Leases get {@code
-   * auto_renew=1} unless the options say otherwise; a row lock (no expiry) needs none.
+   * takes), and work that is given the held lock, e.g. for its fencing token or {@link
+   * DLock#execute}. The lease is renewed ({@code auto_renew=1}) unless the options say otherwise;
+   * a row lock takes that as a no-op. Work that throws ends with {@link DLock#abort()} (nothing it
+   * executed is committed; an abort failure is added as suppressed), work that returns with
+   * {@link DLock#unlock()} (which commits).
    *
    * @throws LockBusyException if another holder kept the lock for the whole wait
    * @throws LockLostException if the lock was lost while work ran
@@ -157,8 +172,7 @@ public final class DLockClient implements AutoCloseable {
     Objects.requireNonNull(options, "options");
     Objects.requireNonNull(work, "work");
     Map<String, String> opts = new HashMap<>(options);
-    String mode = opts.getOrDefault("mode", defaultMode);
-    if (!"row".equals(mode)) opts.putIfAbsent("auto_renew", "1");
+    opts.putIfAbsent("auto_renew", "1");
     try (DLock lock = newLock(key, opts)) {
       if (wait == null) {
         lock.lockInterruptibly();
@@ -170,13 +184,13 @@ public final class DLockClient implements AutoCloseable {
         result = work.run(lock);
       } catch (Throwable t) {
         try {
-          lock.unlock();
-        } catch (DLockException e) {
+          lock.abort();
+        } catch (DLockException | IllegalMonitorStateException e) {
           t.addSuppressed(e);
         }
         throw t;
       }
-      lock.unlock(); // LockLostException if the lease was lost during the work
+      lock.unlock(); // commits; LockLostException if the lease was lost during the work
       return result;
     }
   }
@@ -223,7 +237,10 @@ public final class DLockClient implements AutoCloseable {
    */
   public Optional<DLockEvent> nextEvent(Duration wait) {
     Objects.requireNonNull(wait, "wait");
-    long ms = Math.max(0, Math.min(wait.toMillis(), 86_400_000L));
+    long ms = 0; // the library takes any wait >= 0
+    if (!wait.isNegative()) {
+      ms = wait.getSeconds() >= Long.MAX_VALUE / 1000 ? Long.MAX_VALUE : wait.toMillis();
+    }
     dlock_event e = new dlock_event();
     guard.readLock().lock();
     try {

@@ -37,12 +37,8 @@ public final class Hold {
           "usage: io.dlock.Hold -url URL -key KEY [-wait MS] [-ttl MS] [-mode lease|row]");
       return 1;
     }
-    Map<String, String> opts = new HashMap<>();
-    opts.put("mode", a.get("-mode"));
-    if (!"row".equals(a.get("-mode"))) {
-      opts.put("ttl_ms", a.get("-ttl"));
-      opts.put("auto_renew", "1");
-    }
+    // Renewed until released (the binding's default; a row lock has no expiry).
+    Map<String, String> opts = Map.of("mode", a.get("-mode"), "ttl_ms", a.get("-ttl"));
     try (DLockClient client = DLockClient.open(a.get("-url"));
         DLock lock = client.newLock(a.get("-key"), opts)) {
       if (!lock.tryLock(Long.parseLong(a.get("-wait")), TimeUnit.MILLISECONDS)) {

@@ -18,6 +18,46 @@ final class Natives {
   /** Safety net only: close() is the way to free a handle. */
   static final Cleaner CLEANER = Cleaner.create();
 
+  /**
+   * The oldest libdlock this binding works with, as dlock_version_number counts (major * 10000 +
+   * minor * 100 + patch): it calls dlock_abort_as and dlock_mode and passes negative waits (1.3).
+   */
+  static final int NEED_LIBRARY = 10300;
+
+  private static volatile boolean libraryChecked;
+
+  /**
+   * Throws IllegalStateException, naming both versions, when the loaded libdlock is older than
+   * NEED_LIBRARY. Reads dlock_version(), which every release has: on an older library, calling
+   * one of 1.3's functions (dlock_version_number among them) would fail in the dynamic loader.
+   */
+  static void requireLibrary() {
+    if (libraryChecked) return;
+    String problem = checkLibrary(DLockNative.dlock_version());
+    if (problem != null) throw new IllegalStateException(problem);
+    libraryChecked = true;
+  }
+
+  /** null when version ("major.minor.patch") is recent enough, else why not. */
+  static String checkLibrary(String version) {
+    String need = (NEED_LIBRARY / 10000) + "." + (NEED_LIBRARY / 100 % 100) + "." + (NEED_LIBRARY % 100);
+    String[] parts = version == null ? new String[0] : version.split("\\.");
+    try {
+      if (parts.length == 3) {
+        int major = Integer.parseInt(parts[0]);
+        int number = major * 10000 + Integer.parseInt(parts[1]) * 100 + Integer.parseInt(parts[2]);
+        if (major == NEED_LIBRARY / 10000 && number >= NEED_LIBRARY) return null;
+        return "dlock: the loaded libdlock is " + version + ", but this binding needs " + need
+            + " or later (same major version): install a newer libdlock, or put one first on the"
+            + " loader's path (LD_LIBRARY_PATH)";
+      }
+    } catch (NumberFormatException e) {
+      // below
+    }
+    return "dlock: the loaded libdlock reports version \"" + version + "\", which this binding"
+        + " cannot read (it needs " + need + " or later)";
+  }
+
   /** Builds a dlock_config from options (copied by the open call), or 0 for none. */
   static long config(Map<String, String> options) {
     if (options == null || options.isEmpty()) return 0;

@@ -471,14 +471,16 @@ class DLockTest {
   @Test
   void unlockAfterTheLeaseWasTakenThrowsLost() throws Exception {
     String key = TestDb.key("lost-unlock");
-    try (DLock a = client.newLock(key, Map.of("ttl_ms", "500"));
+    // Not renewed: the lease runs out, as if this process had paused.
+    try (DLock a = client.newLock(key, Map.of("ttl_ms", "500", "auto_renew", "0"));
         DLock b = other.newLock(key)) {
       a.lock();
       assertTrue(b.tryLock(10, TimeUnit.SECONDS));
       LockLostException e = assertThrows(LockLostException.class, a::unlock);
       assertEquals("DLOCK_E_LOST", e.codeName());
       assertTrue(b.isHeld());
-      try (DLock probe = client.newLock(key)) {
+      // (holder=lock: a, still open, shares its hold only with objects of its own options)
+      try (DLock probe = client.newLock(key, Map.of("holder", "lock"))) {
         assertFalse(probe.tryLock()); // a's release did not free b's row
       }
       b.unlock();
@@ -548,7 +550,7 @@ class DLockTest {
               return lock.token();
             });
     assertTrue(token > 0);
-    // A row lock: no auto_renew (it has no expiry), token 0.
+    // A row lock: auto_renew=1 is a no-op (it has no expiry), token 0.
     long rowToken =
         client.withLock(key, Map.of("mode", "row"), null, lock -> lock.token());
     assertEquals(0, rowToken);
