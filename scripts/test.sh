@@ -10,6 +10,9 @@
 #   3. Python: pytest (after pip-installing the package into a venv)
 #   4. Go: go vet + go test -race; Java: mvn test on JDK 17 and 25, with the
 #      interop test across C, Java, Go and Python on one table
+#   5. the chaos run, short form (30 s): Python and `dlock run` workers on one
+#      key under kills, pauses, KILL CONNECTION, a server restart and freeze;
+#      the history checked for linearizability (scripts/chaos.sh, tests/chaos)
 # Every suite talks to a real MariaDB: a throwaway one on loopback that the
 # suite starts itself, or the server named by DLOCK_URL.
 #   scripts/test.sh            everything
@@ -94,6 +97,10 @@ bindings/go/run-tests.sh build || failed+=("go test")
 # Go and Python fail to take it, and the other way round (one table).
 section "Java binding (mvn test on JDK 17 and JDK 25)"
 DLOCK_PYTHON=$py bindings/java/run-tests.sh build || failed+=("mvn test")
+
+# On a server of its own (it restarts and freezes it), whatever DLOCK_URL says.
+section "chaos run, short form (scripts/chaos.sh runs the 10-minute one)"
+DLOCK_PYTHON=$py scripts/chaos.sh --seconds 30 --build build || failed+=("chaos run")
 
 section "summary"
 if [ ${#failed[@]} -gt 0 ]; then

@@ -67,11 +67,11 @@ class Pool {
              const std::function<bool()>& stop = nullptr) EXCLUDES(mu_);
   // A broken connection is closed, and so is every idle one: they lead to
   // the same server, which has just failed one of them (restarted, frozen,
-  // unreachable), and trying each in turn would cost a timeout apiece. A
-  // session that needs it is reset first (Conn::NeedsReset). With
-  // pool_idle_ms > 0, a connection that stays idle that long is closed by a
-  // thread of the pool's (started by the first Put), all of them, so a quiet
-  // process holds no connection. outside_budget:
+  // unreachable), and trying each in turn would cost a timeout apiece.
+  // With pool_idle_ms > 0, a connection that stays idle that long is closed
+  // by a thread of the pool's (started by the first Put), all of them, so a
+  // quiet process holds no connection. A
+  // session that needs it is reset first (Conn::NeedsReset). outside_budget:
   // it was lent outside the budget (LeaveBudget); it stays open only if the
   // budget has room for it again.
   void Put(std::unique_ptr<Conn> c, bool outside_budget = false) EXCLUDES(mu_);
