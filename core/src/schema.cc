@@ -133,7 +133,11 @@ Status EnsureTables(Conn& conn, const ClientOptions& opts) {
       // again the floor moves to the next epoch, above every token issued so
       // far (B1). On a first install the floor's table is missing too (1146).
       Status e = conn.Query(FenceEpochSql(opts));
-      if (!e.ok() && e.server_errno() != ER_NO_SUCH_TABLE) return e;
+      // A user without privileges on the tables cannot create one either:
+      // the CREATE below says what to do.
+      if (!e.ok() && e.server_errno() != ER_NO_SUCH_TABLE &&
+          e.server_errno() != ER_TABLEACCESS_DENIED_ERROR)
+        return e;
     }
     if (s.code() == Code::kState) {  // missing: create it
       s = conn.Query(tb.ddl);
