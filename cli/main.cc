@@ -74,7 +74,7 @@ CLI::App* AddRun(CLI::App& app, Options* o) {
   run->add_option("--ttl", o->ttl, "lease time, renewed every ttl/3 while CMD runs (lease mode)")
       ->type_name("DURATION")
       ->capture_default_str();
-  run->add_option("-w,--wait", o->wait, "how long to wait for the lock (default 0: one try)")
+  run->add_option("-w,--wait", o->wait, "how long to wait for the lock (default 0: one try; none: no limit)")
       ->type_name("DURATION");
   run->add_flag("-n,--nonblock", o->nonblock, "one try, do not wait (= --wait 0)");
   run->add_option("--max-hold", o->max_hold,
@@ -210,11 +210,11 @@ int PrepareRun(CLI::App* run, Options* o) {
   if (ra.cmd.empty()) return Fail(kExitUsage, "run: no command given (dlock run KEY [options] CMD [ARGS...])");
   if (o->nonblock && !o->wait.empty()) return Fail(kExitUsage, "-n/--nonblock and -w/--wait: give one");
   if (!Duration("--ttl", o->ttl, &ra.ttl_ms, &err) ||
-      !Duration("--wait", o->wait.empty() ? "0" : o->wait, &ra.wait_ms, &err) ||
+      !(o->wait == "none" ? (ra.wait_ms = -1, true)  // no limit: the core's negative wait
+                          : Duration("--wait", o->wait.empty() ? "0" : o->wait, &ra.wait_ms, &err)) ||
       !Duration("--max-hold", o->max_hold, &ra.max_hold_ms, &err))
     return Fail(kExitUsage, err);
   if (ra.lease && ra.ttl_ms < 1000) return Fail(kExitUsage, "--ttl: at least 1s (the lease is renewed every ttl/3)");
-  if (ra.wait_ms > 24LL * 3600 * 1000) return Fail(kExitUsage, "--wait: at most 24h");
   ra.grace_ms = DefaultGraceMs(ra.lease, ra.ttl_ms);
   if (run->count("--grace") > 0) {
     if (!Duration("--grace", o->grace, &ra.grace_ms, &err)) return Fail(kExitUsage, err);

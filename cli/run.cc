@@ -264,7 +264,9 @@ int Acquire(const RunArgs& a, const Signals& sig, Hold* h) {
   s = dlock::Lock::Open(h->client, a.key, cfg, &h->lock);
   if (!s.ok()) return Fail(s.code() == dlock::Code::kInvalid ? kExitUsage : kExitUnavailable, s.message());
 
-  if (a.verbose) Say("trying '" + a.key + "' (waiting up to " + FormatDuration(a.wait_ms) + ")");
+  if (a.verbose) Say("trying '" + a.key + "' (" +
+                     (a.wait_ms < 0 ? std::string("waiting without limit")
+                                    : "waiting up to " + FormatDuration(a.wait_ms)) + ")");
   const auto t_start = Steady::now();
   std::atomic<bool> done{false};
   dlock::Status got;

@@ -9,7 +9,8 @@ APT_PACKAGES=(
   mariadb-server mariadb-client libmariadb-dev
   doctest-dev libcli11-dev nlohmann-json3-dev
   faketime python3 python3-venv python3-dev
-  swig clang-14 openssl
+  swig clang-14 libclang-rt-14-dev openssl
+  abigail-tools
   maven openjdk-17-jdk-headless
 )
 

@@ -2,8 +2,11 @@
 # Runs every test of dlock, each runner printing its own summary:
 #   1. C/C++: ctest (doctest suites of the core, the lifecycle suite, the
 #      pure-C test of the C API, header/export/pkg-config checks)
+#      (also the ABI check against capi/libdlock.so.1.abi, the least-privilege,
+#      idle-connection and overload tests, and the fuzz corpora replayed)
 #   2. the core built by clang with -Wthread-safety; the core's tests again
-#      under ASan+UBSan, then under TSan
+#      under ASan+UBSan, then under TSan; the fuzz targets under libFuzzer
+#      (clang, ASan+UBSan) for 8 s each
 #   3. Python: pytest (after pip-installing the package into a venv)
 #   4. Go: go vet + go test -race; Java: mvn test on JDK 17 and 25, with the
 #      interop test across C, Java, Go and Python on one table
@@ -48,7 +51,7 @@ fi
 
 if [ -z "${DLOCK_TEST_QUICK:-}" ]; then
   # The core's own suites: what links the core, minus the install/ABI checks.
-  core_tests='^(db_start|db_stop|core_.*|lifecycle|capi_test|capi_concurrency|capi_session)$'
+  core_tests='^(db_start|db_stop|core_.*|lifecycle|capi_test|capi_concurrency|capi_session|capi_idle|fuzz_.*_corpus)$'
   for san in address thread; do
     section "core tests under sanitizer: $san"
     cmake -S . -B "build-$san" -G Ninja -DBUILD_TESTING=ON -DDLOCK_SANITIZE=$san \
@@ -61,13 +64,25 @@ if [ -z "${DLOCK_TEST_QUICK:-}" ]; then
   done
 fi
 
+# libFuzzer needs clang: its own build of the core and the five targets,
+# each fuzzed for DLOCK_FUZZ_SECONDS (8: about 50 s for the five with their
+# start-up); scripts/fuzz.sh runs them longer.
+section "fuzzers (libFuzzer, clang-14, ASan+UBSan)"
+if CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DBUILD_TESTING=ON -DDLOCK_FUZZ=ON \
+     -DDLOCK_FUZZ_SECONDS="${DLOCK_FUZZ_SECONDS:-8}" >/dev/null &&
+   cmake --build build-fuzz -j "$jobs" --target fuzzers; then
+  run_ctest build-fuzz -R '^fuzz_[a-z]+$'
+else
+  failed+=("fuzz build")
+fi
+
 py=""
 if [ -f pyproject.toml ]; then
   section "Python tests (pytest)"
   venv=build/venv
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
-  if "$venv/bin/python" -m pip install -q . pytest pymysql; then
+  if "$venv/bin/python" -m pip install -q . pytest pymysql hypothesis; then
     py=$root/$venv/bin/python
   else
     failed+=("pip install .")

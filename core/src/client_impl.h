@@ -76,13 +76,14 @@ struct LeaseAttempt {
 };
 
 // The lock tables: name, the column types dlock checks (type prefixes, as
-// information_schema spells them) and the DDL that creates the table. The
-// single source for the client's own schema setup and for `dlock init
-// --print-sql` / `dlock doctor`.
+// information_schema spells them), the DDL that creates the table and the
+// privileges dlock's statements need on it. The single source for the
+// client's own schema setup and for `dlock init --print-sql` / `dlock doctor`.
 struct SchemaTable {
   std::string name;
   std::vector<std::pair<std::string, std::string>> cols;
   std::string ddl;
+  std::vector<const char*> privileges;  // "SELECT", "INSERT", "UPDATE", "DELETE"
 };
 std::vector<SchemaTable> SchemaTables(const ClientOptions& opts);
 // Seeds the fencing-floor row (idempotent).
@@ -91,8 +92,14 @@ std::string SchemaSeedSql(const ClientOptions& opts);
 // not exist; kDb naming the column that is missing or of another type.
 Status CheckTableColumns(Conn& conn, const std::string& table,
                          const std::vector<std::pair<std::string, std::string>>& want);
-// Creates the missing lock tables, checks the columns of all of them and
-// seeds the fencing floor: a client's open, and `dlock init`.
+// Whether the connection's user holds the privileges dlock needs on an
+// existing table (its statements prepared, never run): kDb naming the
+// privilege and the table otherwise.
+Status CheckTablePrivileges(Conn& conn, const ClientOptions& opts, const SchemaTable& table);
+// Creates the missing lock tables, checks the columns of all of them and the
+// user's privileges on them, and seeds the fencing floor: a client's open,
+// and `dlock init`. A table missing without the CREATE privilege is kDb
+// saying to run `dlock init`.
 Status EnsureTables(Conn& conn, const ClientOptions& opts);
 // A lease table made again after a drop continues above the next multiple
 // of kFenceEpoch: the floor jumps there (2^40: a key would need 10^12

@@ -290,6 +290,18 @@ Status Conn::Exec(const std::string& sql, const std::vector<Param>& params, Exec
   return Run(st, params, out);
 }
 
+Status Conn::Prepare(const std::string& sql) {
+  if (broken_) return Status(Code::kConnect, "connection to " + where_ + " is broken", CR_SERVER_GONE_ERROR);
+  MYSQL_STMT* st = mysql_stmt_init(m_);
+  if (st == nullptr) return Status::Internal("mysql_stmt_init failed (out of memory)");
+  Count();
+  Status s;
+  if (mysql_stmt_prepare(st, sql.data(), sql.size()) != 0)
+    s = Fail("prepare", mysql_stmt_errno(st), mysql_stmt_error(st));
+  mysql_stmt_close(st);
+  return s;
+}
+
 namespace {
 
 // The MYSQL_BINDs of a statement's parameters, with the storage they point

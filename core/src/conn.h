@@ -85,6 +85,9 @@ class Conn : public SqlConn {
               bool cache);
   // Text protocol, for statements that cannot be prepared (BEGIN/COMMIT...).
   Status Query(const std::string& sql) override;
+  // Prepares sql and drops it unrun: would the server take it (its tables,
+  // the user's privileges on them)? One round trip; nothing is executed.
+  Status Prepare(const std::string& sql);
 
   // Cheap liveness check (COM_PING); marks the connection broken on failure.
   Status Ping();

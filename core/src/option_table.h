@@ -24,6 +24,8 @@
   X(socket, socket, std::string, Text, 0, 0, nullptr, "",                                     \
     "Unix socket path, instead of the URL's host and port")                                   \
   X(pool, pool, int, Int, 1, 1024, nullptr, 8, "max lock connections")                        \
+  X(pool_idle_ms, pool_idle_ms, int64_t, Int, 0, kMaxTtlMs, nullptr, 60000,                   \
+    "close a pooled lock connection after this long unused; 0 = keep them open")              \
   X(connect_timeout, connect_timeout_s, int, Int, 1, 3600, nullptr, 5,                        \
     "connect timeout in seconds")                                                             \
   X(read_timeout, read_timeout_s, int, Int, 1, 86400, nullptr, 30,                            \

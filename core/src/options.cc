@@ -469,6 +469,21 @@ Status ParseUrl(const std::string& url, ClientOptions* out) {
   if (rest.find('#') != std::string::npos)
     return ShapeError(rest, "URL: '#' is not allowed (a #fragment means nothing here; write a "
                             "'#' in a name or value as %23)");
+  // user:12/pw@host or user:12?pw@host: a raw '/' or '?' in a password that
+  // starts like a port cut the authority short (the user read as the host,
+  // the password's start as the port), and the rest of the password went
+  // into the database name and the options, which messages show. The same
+  // text is also host:port/db with an '@' in the database or an option
+  // value; which one was meant cannot be told, so no '@' before the first
+  // '/' or '?', a ':' there and an '@' after it is refused before any part
+  // is read or shown, with the cure for both.
+  const size_t cut = rest.find_first_of("/?");
+  if (cut != std::string::npos && rest.find('@') > cut && rest.find('@', cut) != std::string::npos &&
+      rest.substr(0, cut).find(':') != std::string::npos)
+    return Status::Invalid(
+        "URL: an '@' after the '/' or '?' that follows host:port: if what follows the ':' is "
+        "a password holding '/' or '?', percent-encode them (%2F, %3F); an '@' in a database "
+        "name or an option value is written %40");
   std::string path = rest, query;
   size_t q = path.find('?');
   if (q != std::string::npos) {

@@ -1,5 +1,7 @@
 #include "pool.h"
 
+#include <mysql.h>
+
 #include <algorithm>
 
 namespace dlock {
@@ -31,6 +33,16 @@ bool PooledConn::LeaveBudget() {
 }
 
 Pool::~Pool() {
+  std::thread closer;
+  {
+    MutexLock g(mu_);
+    stop_ = true;
+    closer_cv_.notify_all();
+    closer = std::move(closer_);
+  }
+  // The pool of a forked child is never destroyed (the client is leaked
+  // there, see ~Client), so the closer is always ours to join.
+  if (closer.joinable()) closer.join();
   MutexLock g(mu_);
   idle_.clear();
 }
@@ -53,7 +65,7 @@ Status Pool::Get(Clock::time_point deadline, PooledConn* out, const std::functio
   RelockableMutexLock g(mu_);
   for (;;) {
     while (!idle_.empty()) {
-      std::unique_ptr<Conn> c = std::move(idle_.back());
+      std::unique_ptr<Conn> c = std::move(idle_.back().conn);
       idle_.pop_back();
       if (c->LooksClosed()) {  // closed by the server while idle: never hand it out
         --open_;
@@ -121,9 +133,38 @@ void Pool::Put(std::unique_ptr<Conn> c, bool outside_budget) {
     --open_;
     c.reset();
   } else {
-    idle_.push_back(std::move(c));
+    idle_.push_back(Idle{std::move(c), Clock::now()});
+    if (opts_.pool_idle_ms > 0 && !closer_.joinable() && !stop_)
+      closer_ = std::thread([this] { CloseIdle(); });
+    closer_cv_.notify_all();
   }
   cv_.notify_all();
+}
+
+void Pool::CloseIdle() {
+  mysql_thread_init();
+  const auto idle_for = std::chrono::milliseconds(opts_.pool_idle_ms);
+  RelockableMutexLock g(mu_);
+  while (!stop_) {
+    std::vector<std::unique_ptr<Conn>> expired;
+    const auto now = Clock::now();
+    while (!idle_.empty() && now - idle_.front().since >= idle_for) {
+      expired.push_back(std::move(idle_.front().conn));
+      idle_.erase(idle_.begin());
+      --open_;
+    }
+    if (!expired.empty()) {
+      cv_.notify_all();  // slots freed
+      g.Unlock();
+      expired.clear();  // closing sends COM_QUIT: not under mu_
+      g.Lock();
+      continue;
+    }
+    if (idle_.empty()) closer_cv_.wait(mu_);
+    else closer_cv_.wait_until(mu_, idle_.front().since + idle_for);
+  }
+  g.Unlock();
+  mysql_thread_end();
 }
 
 }  // namespace dlock

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <functional>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "conn.h"
@@ -56,7 +57,7 @@ class PooledConn {
 class Pool {
  public:
   explicit Pool(const ClientOptions& opts) : opts_(opts) {}
-  ~Pool();
+  ~Pool();  // stops the closer thread; closes the idle connections
   // Waits until deadline for a free connection (opening one if below the
   // bound). A new connection is checked: writable, and its server facts read.
   // An idle one the server has closed meanwhile is dropped, not handed out.
@@ -66,7 +67,10 @@ class Pool {
              const std::function<bool()>& stop = nullptr) EXCLUDES(mu_);
   // A broken connection is closed, and so is every idle one: they lead to
   // the same server, which has just failed one of them (restarted, frozen,
-  // unreachable), and trying each in turn would cost a timeout apiece. A
+  // unreachable), and trying each in turn would cost a timeout apiece.
+  // With pool_idle_ms > 0, a connection that stays idle that long is closed
+  // by a thread of the pool's (started by the first Put), all of them, so a
+  // quiet process holds no connection. A
   // session that needs it is reset first (Conn::NeedsReset). outside_budget:
   // it was lent outside the budget (LeaveBudget); it stays open only if the
   // budget has room for it again.
@@ -87,10 +91,22 @@ class Pool {
   const ClientOptions opts_;
   mutable Mutex mu_;
   std::condition_variable_any cv_;  // waits on mu_: a connection came back or a slot freed
-  std::vector<std::unique_ptr<Conn>> idle_ GUARDED_BY(mu_);
+  struct Idle {
+    std::unique_ptr<Conn> conn;
+    Clock::time_point since;  // when it came back
+  };
+  // Handed out from the back (the most recently used), so the front is the
+  // longest idle: the closer closes from there.
+  std::vector<Idle> idle_ GUARDED_BY(mu_);
   int open_ GUARDED_BY(mu_) = 0;  // idle, lent out, or being connected
   int outside_ GUARDED_BY(mu_) = 0;  // lent outside the budget (LeaveBudget)
   std::atomic<uint64_t> sent_{0};
+
+  // Closes connections idle for pool_idle_ms, until stop_.
+  void CloseIdle() EXCLUDES(mu_);
+  std::condition_variable_any closer_cv_;  // waits on mu_: an idle one came back, or stop
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::thread closer_ GUARDED_BY(mu_);
 };
 
 }  // namespace dlock

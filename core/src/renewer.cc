@@ -98,6 +98,7 @@ Status Renewer::RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock
   outcomes->assign(items.size(), Outcome::kError);
   Status s = EnsureConn();
   if (!s.ok()) return s;
+  conn_used_ = Clock::now();
   const std::string t = "`" + client_->options().table + "`";
   Counters& counters = client_->counters();
   for (size_t start = 0; start < items.size(); start += kMaxBatch) {
@@ -237,7 +238,21 @@ void Renewer::Run() {
     Scan(Clock::now(), &batches, &expired, &next);
     for (auto& x : expired) Lost(x.first, x.second);
     if (batches.empty()) {
-      if (expired.empty()) cv_.wait_until(mu_, next);
+      if (!expired.empty()) continue;
+      // No lease left to renew: the connection closes after pool_idle_ms,
+      // as the pool's idle ones do.
+      const int64_t idle_ms = client_->options().pool_idle_ms;
+      if (conn_ && entries_.empty() && idle_ms > 0) {
+        const auto close_at = conn_used_ + std::chrono::milliseconds(idle_ms);
+        if (Clock::now() >= close_at) {
+          g.Unlock();
+          conn_.reset();
+          g.Lock();
+          continue;
+        }
+        next = std::min(next, close_at);
+      }
+      cv_.wait_until(mu_, next);
       continue;
     }
     client_->counters().renew_ticks.fetch_add(1);

@@ -77,6 +77,7 @@ class Renewer {
   // The renewer's own connection, never starved by the pool. Touched only by
   // the renewer's thread (Run and what it calls), so no mutex.
   std::unique_ptr<Conn> conn_;
+  Clock::time_point conn_used_;  // its last statement
 };
 
 }  // namespace dlock

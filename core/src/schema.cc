@@ -53,19 +53,26 @@ std::vector<SchemaTable> SchemaTables(const ClientOptions& opts) {
            " create_time DATETIME(6) NOT NULL COMMENT 'UTC, when the current holder acquired',"
            " fence BIGINT UNSIGNED NOT NULL COMMENT 'fencing token: grows with every acquisition',"
            " PRIMARY KEY (lock_key), KEY idx_expire_time (expire_time))"
-           " ENGINE=InnoDB COMMENT='dlock lease locks'"},
+           " ENGINE=InnoDB COMMENT='dlock lease locks'",
+       // acquire (INSERT .. ON DUPLICATE KEY UPDATE), renew and release
+       // (UPDATE), cleanup (DELETE)
+       {"SELECT", "INSERT", "UPDATE", "DELETE"}},
       {f,
        {{"id", "tinyint"}, {"fence_floor", "bigint"}},
        "CREATE TABLE IF NOT EXISTS " + QuoteIdent(f) +
            " (id TINYINT UNSIGNED NOT NULL PRIMARY KEY,"
            " fence_floor BIGINT UNSIGNED NOT NULL COMMENT 'highest token of any deleted lease row')"
-           " ENGINE=InnoDB COMMENT='dlock: fencing floor kept across cleanup'"},
+           " ENGINE=InnoDB COMMENT='dlock: fencing floor kept across cleanup'",
+       // read by acquire, seeded at open (INSERT IGNORE), raised by cleanup
+       {"SELECT", "INSERT", "UPDATE"}},
       {r,
        {{"lock_name", "varbinary("}, {"updated_time", "datetime(6)"}},
        "CREATE TABLE IF NOT EXISTS " + QuoteIdent(r) +
            " (lock_name VARBINARY(512) NOT NULL COMMENT 'lock name, compared byte for byte',"
            " updated_time DATETIME(6) NULL COMMENT 'UTC, when the row was created',"
-           " PRIMARY KEY (lock_name)) ENGINE=InnoDB COMMENT='dlock row locks (SELECT ... FOR UPDATE)'"},
+           " PRIMARY KEY (lock_name)) ENGINE=InnoDB COMMENT='dlock row locks (SELECT ... FOR UPDATE)'",
+       // SELECT .. FOR UPDATE (MariaDB asks only SELECT), rows created by INSERT IGNORE
+       {"SELECT", "INSERT"}},
   };
 }
 
@@ -78,6 +85,44 @@ std::string FenceEpochSql(const ClientOptions& opts) {
          std::to_string(kFenceEpoch) + " + 1) * " + std::to_string(kFenceEpoch) + " WHERE id = 1";
 }
 
+namespace {
+
+// "`db`.`table`", for messages.
+std::string QualifiedName(const ClientOptions& opts, const std::string& table) {
+  return "`" + QuoteKey(opts.database) + "`.`" + table + "`";
+}
+
+// What an admin runs so that a user without CREATE can use dlock (README,
+// "Least privilege").
+std::string Grant(const std::string& qualified) {
+  return "GRANT SELECT, INSERT, UPDATE, DELETE ON " + qualified + " TO <the application's user>";
+}
+
+}  // namespace
+
+Status CheckTablePrivileges(Conn& conn, const ClientOptions& opts, const SchemaTable& tb) {
+  const std::string t = QuoteIdent(tb.name);
+  const std::string col = tb.cols.front().first;  // the primary key
+  for (const char* privilege : tb.privileges) {
+    const std::string p = privilege;
+    std::string probe;
+    if (p == "SELECT") probe = "SELECT 1 FROM " + t + " WHERE 0";
+    else if (p == "INSERT") probe = "INSERT INTO " + t + " (" + col + ") VALUES (?)";
+    else if (p == "UPDATE") probe = "UPDATE " + t + " SET " + col + " = " + col + " WHERE 0";
+    else probe = "DELETE FROM " + t + " WHERE 0";
+    Status s = conn.Prepare(probe);
+    if (s.server_errno() == ER_TABLEACCESS_DENIED_ERROR || s.server_errno() == ER_COLUMNACCESS_DENIED_ERROR)
+      return Status(Code::kDb,
+                    "the database user lacks the " + p + " privilege on " +
+                        QualifiedName(opts, tb.name) + ", which dlock needs; an admin grants it: " +
+                        Grant(QualifiedName(opts, tb.name)) + " (README: Least privilege) (" +
+                        s.message() + ")",
+                    s.server_errno());
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
 Status EnsureTables(Conn& conn, const ClientOptions& opts) {
   for (const SchemaTable& tb : SchemaTables(opts)) {
     Status s = CheckTableColumns(conn, tb.name, tb.cols);
@@ -88,14 +133,29 @@ Status EnsureTables(Conn& conn, const ClientOptions& opts) {
       // again the floor moves to the next epoch, above every token issued so
       // far (B1). On a first install the floor's table is missing too (1146).
       Status e = conn.Query(FenceEpochSql(opts));
-      if (!e.ok() && e.server_errno() != ER_NO_SUCH_TABLE) return e;
+      // A user without privileges on the tables cannot create one either:
+      // the CREATE below says what to do.
+      if (!e.ok() && e.server_errno() != ER_NO_SUCH_TABLE &&
+          e.server_errno() != ER_TABLEACCESS_DENIED_ERROR)
+        return e;
     }
     if (s.code() == Code::kState) {  // missing: create it
       s = conn.Query(tb.ddl);
+      if (s.server_errno() == ER_TABLEACCESS_DENIED_ERROR)
+        return Status(Code::kDb,
+                      "table " + QualifiedName(opts, tb.name) +
+                          " is missing (or this database user has no privilege on it at all), "
+                          "and the user lacks the CREATE privilege to create it: an admin "
+                          "creates the tables once with `dlock init` (or runs the DDL of "
+                          "`dlock init --print-sql`) and grants the user the rest: " +
+                          Grant(QualifiedName(opts, tb.name)) + " (README: Least privilege) (" +
+                          s.message() + ")",
+                      s.server_errno());
       if (!s.ok()) return s;
       s = CheckTableColumns(conn, tb.name, tb.cols);
     }
     if (!s.ok()) return s;
+    if (!(s = CheckTablePrivileges(conn, opts, tb)).ok()) return s;
   }
   return conn.Query(SchemaSeedSql(opts));
 }

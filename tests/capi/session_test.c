@@ -452,12 +452,12 @@ static void test_cancel_frozen_poller(void) {
   while (counter(wc, "statements") < s0 + 5 && now_ms() < until) sleep_ms(10);
   CHECK(counter(wc, "statements") >= s0 + 5, "the waiter is not polling");
   kill(pid, SIGSTOP);
-  /* The next attempt goes out to the frozen server and hangs there. */
+  /* An attempt hangs on the frozen server: the next one goes out within the
+   * poller's longest pause (200 ms + jitter) and hangs there, or the one
+   * sent just before the freeze is hanging already (then nothing moves). */
   uint64_t s1 = counter(wc, "statements");
-  until = now_ms() + 5000;
+  until = now_ms() + 1000;
   while (counter(wc, "statements") == s1 && now_ms() < until) sleep_ms(5);
-  int in_flight = counter(wc, "statements") > s1;
-  CHECK(in_flight, "no attempt was sent to the frozen server in 5 s");
   int64_t t0 = now_ms();
   dlock_cancel(w);
   pthread_join(t, NULL);

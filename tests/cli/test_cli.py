@@ -215,6 +215,16 @@ class CliTest(unittest.TestCase):
         p.send_signal(signal.SIGTERM)
         self.assertEqual(waiter.wait(timeout=20), 0, waiter.stderr.read())
 
+    def test_wait_none_has_no_limit(self):
+        """--wait none is the core's negative wait: no 24 h cap, no limit at all."""
+        p, _ = self.hold()
+        waiter = start("run", self.key, "-v", "--wait", "none", "--", "true")
+        self.procs.append(waiter)
+        self.assertIn("waiting without limit", waiter.stderr.readline())
+        p.send_signal(signal.SIGTERM)
+        self.assertEqual(waiter.wait(timeout=20), 0, waiter.stderr.read())
+        self.assertEqual(dlock("run", self.key, "--wait", "25h", "--", "true").returncode, 0)
+
     def test_signal_while_waiting_stops_the_wait(self):
         self.hold()
         waiter = start("run", self.key, "-v", "--wait", "60s", "--", "true")
@@ -706,7 +716,7 @@ class CliTest(unittest.TestCase):
         # The README's crontab line names the command by its full path.
         for path in ("cli/README.md", "README.md"):
             text = read(os.path.join(SOURCE_DIR, path))
-            cron = [l for l in text.splitlines() if re.match(r"^[*0-9]\S* \S+ \S+ \S+ \S+ .*dlock run", l)]
+            cron = [l for l in text.splitlines() if re.match(r"^(?:[*0-9,/-]+ ){5}.*dlock run", l)]
             self.assertTrue(cron, f"no crontab line in {path}")
             for line in cron:
                 self.assertRegex(line, r"\s/\S*/dlock run ", path)

@@ -141,7 +141,7 @@ TEST_CASE("dlock.h lists every option of the core's table, as the table has it")
 TEST_CASE("Every option row: its default, range and words hold in Config::Set") {
   // The defaults before the table existed: a row that changes one is seen.
   const std::map<std::string, std::string> kDefaults = {
-      {"socket", ""},           {"pool", "8"},
+      {"socket", ""},           {"pool", "8"},           {"pool_idle_ms", "60000"},
       {"connect_timeout", "5"}, {"read_timeout", "30"},
       {"table", "distributed_lock"}, {"row_table", "fixed_lock"},
       {"ssl_mode", "disable"},  {"ssl_ca", ""},

@@ -114,6 +114,15 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *   client (dlock_client_open; they override the URL's query parameters):
  *     socket          Unix socket path, instead of the URL's host and port
  *     pool            max lock connections (1..1024, default 8)
+ *     pool_idle_ms    close a pooled lock connection after this long unused;
+ *                     0 = keep them open (0..2592000000, default 60000).
+ *                     Every idle connection closes, none is kept: a quiet
+ *                     process holds no connection (the next call connects
+ *                     again, one round of connect + TLS). Connections lent
+ *                     out (a held row lock, a lease's transaction or
+ *                     wake-up name) are not idle; the watchdog's own
+ *                     connection (auto_renew) closes the same way once no
+ *                     lease is left to renew.
  *     connect_timeout connect timeout in seconds (1..3600, default 5)
  *     read_timeout    read timeout in seconds (1..86400, default 30)
  *     table           lease table name (default distributed_lock)

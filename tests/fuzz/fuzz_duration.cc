@@ -1,0 +1,33 @@
+// The dlock command's duration parser (cli/duration.cc, ParseDuration):
+// never crashes or overflows; an accepted duration lies in 0..30 days and
+// reads back the same when written in milliseconds; a refused one has a
+// message.
+#include <cstdint>
+#include <string>
+
+#include "duration.h"
+#include "fuzz_check.h"
+
+using dlock_fuzz::Show;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size > 256) return 0;
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  int64_t ms = -1;
+  std::string err;
+  if (!dlock_cli::ParseDuration(text, &ms, &err)) {
+    FUZZ_CHECK(!err.empty(), "refused %s without a message", Show(text).c_str());
+    return 0;
+  }
+  FUZZ_CHECK(ms >= 0 && ms <= dlock_cli::kMaxDurationMs, "%s gave %lld ms", Show(text).c_str(),
+             static_cast<long long>(ms));
+  int64_t again = -1;
+  std::string err2;
+  const std::string as_ms = std::to_string(ms) + "ms";
+  FUZZ_CHECK(dlock_cli::ParseDuration(as_ms, &again, &err2) && again == ms,
+             "%s gave %lld ms, but %s reads as %lld (%s)", Show(text).c_str(),
+             static_cast<long long>(ms), as_ms.c_str(), static_cast<long long>(again), err2.c_str());
+  FUZZ_CHECK(!dlock_cli::FormatDuration(ms).empty(), "FormatDuration(%lld) is empty",
+             static_cast<long long>(ms));
+  return 0;
+}
