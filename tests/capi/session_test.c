@@ -33,48 +33,7 @@
 
 #include "dlock_check.h"
 #include "dlock_test_env.h"
-
-static char g_prefix[64];
-static const char *g_url;
-
-static const char *key(char *buf, size_t n, const char *suffix) {
-  snprintf(buf, n, "%s%s", g_prefix, suffix);
-  return buf;
-}
-
-/* A client with extra options ("k=v" pairs, NULL-terminated). */
-static dlock_client *client_with(const char *const *kv) {
-  dlock_error err;
-  dlock_config *cfg = NULL;
-  dlock_client *c = NULL;
-  dlock_config_new(&cfg, NULL);
-  for (; kv != NULL && kv[0] != NULL; kv += 2) dlock_config_set(cfg, kv[0], kv[1], NULL);
-  int rc = dlock_client_open(&c, g_url, cfg, &err);
-  dlock_config_free(cfg);
-  CHECK(rc == DLOCK_OK, "client_open: %s", err.message);
-  return rc == DLOCK_OK ? c : NULL;
-}
-
-static dlock_lock *lock_with(dlock_client *c, const char *k, const char *const *kv) {
-  dlock_error err;
-  dlock_config *cfg = NULL;
-  dlock_lock *l = NULL;
-  dlock_config_new(&cfg, NULL);
-  for (; kv != NULL && kv[0] != NULL; kv += 2) dlock_config_set(cfg, kv[0], kv[1], NULL);
-  int rc = dlock_open(&l, c, k, strlen(k), cfg, &err);
-  dlock_config_free(cfg);
-  CHECK(rc == DLOCK_OK, "dlock_open(%s): %s", k, err.message);
-  return rc == DLOCK_OK ? l : NULL;
-}
-
-/* Runs SQL as root on the fixture server (0 = ok). No double quotes,
- * backslashes or $ in sql: it goes through the shell. */
-static int admin_sql(const char *sql) {
-  char cmd[4096];
-  snprintf(cmd, sizeof cmd, "'%s/scripts/db.sh' sql '%s' -N -e \"%s\" >/dev/null 2>&1",
-           dlock_test_source_dir(), dlock_test_db_dir(), sql);
-  return system(cmd);
-}
+#include "dlock_capi_util.h"
 
 /* The first line a query prints as root (without its newline); "" on error. */
 static const char *admin_value(const char *sql, char *out, size_t n) {
@@ -99,23 +58,6 @@ static int admin_poll(const char *sql, const char *want, int timeout_ms) {
     if (now_ms() >= until) return 0;
     sleep_ms(50);
   }
-}
-
-static pid_t server_pid(void) {
-  char path[1024];
-  long pid = 0;
-  snprintf(path, sizeof path, "%s/mariadbd.pid", dlock_test_db_dir());
-  FILE *f = fopen(path, "r");
-  if (f == NULL) return 0;
-  if (fscanf(f, "%ld", &pid) != 1) pid = 0;
-  fclose(f);
-  return (pid_t)pid;
-}
-
-static uint64_t counter(dlock_client *c, const char *name) {
-  uint64_t v = 0;
-  dlock_client_counter(c, name, &v, NULL);
-  return v;
 }
 
 /* The wake-up name of a lease key on the default table (lease_scheme.cc:
