@@ -88,12 +88,21 @@ LockImpl::~LockImpl() {
   DropHold();
 }
 
-void LockImpl::DropHold() {
+void LockImpl::DropHold(const SharesBack* back) {
   bool held, lost;
   std::string owner;
   uint64_t token;
   {
     MutexLock g(st_mu_);
+    // Close's check and the mark that the hold is being released are one
+    // step: a re-entry through another object in between would be wiped.
+    if (back != nullptr) {
+      if (back->gen != gen_ || acquiring_) return;  // that hold has ended already
+      if (state_ == LockState::kHeld && count_ > back->n) {
+        count_ -= back->n;  // other objects (or this thread through them) still hold it
+        return;
+      }
+    }
     held = !acquiring_ && PinnedLocked();
     owner = owner_;
     token = fence_;
@@ -227,15 +236,8 @@ Status LockImpl::ActsOnCurrentLocked(const LockCaller& me, const char* what, boo
 
 void LockImpl::ReleaseShares(uint64_t gen, int n) {
   std::lock_guard<std::mutex> op(op_mu_);
-  {
-    MutexLock g(st_mu_);
-    if (gen != gen_ || acquiring_) return;  // that hold has ended already
-    if (state_ == LockState::kHeld && count_ > n) {
-      count_ -= n;  // other objects (or this thread through them) still hold it
-      return;
-    }
-  }
-  DropHold();
+  const SharesBack back{gen, n};
+  DropHold(&back);
 }
 
 Status LockImpl::CheckPid() const {

@@ -199,8 +199,14 @@ class LockImpl final : private LockHost {
   // Test access (tests/core): sets the reentrant count of a held lock.
   friend class LockImplTestPeer;
   // Releases a hold that is still taken, as close does (a row lock rolls
-  // back). op_mu_ held.
-  void DropHold();
+  // back). op_mu_ held. With back (a closing object's n holds of generation
+  // gen): only if that hold is still on and those are its last holds; else
+  // the count goes down by n.
+  struct SharesBack {
+    uint64_t gen;
+    int n;
+  };
+  void DropHold(const SharesBack* back = nullptr);
   // A hold whose session lives on an idle connection (a row lock): has the
   // server closed it? Then the hold is gone (the server rolled back): state
   // becomes LOST. st_mu_ held.

@@ -945,6 +945,78 @@ static int try_on_new_thread(dlock_lock *l) {
   return (int)(intptr_t)rc;
 }
 
+/* ---- a close giving back the last hold races a re-entry through another object */
+
+struct closer {
+  dlock_lock *l;
+  pthread_barrier_t *go;
+};
+
+static void *close_on_go(void *p) {
+  struct closer *cl = p;
+  pthread_barrier_wait(cl->go);
+  dlock_close(cl->l);
+  return NULL;
+}
+
+/* This thread holds the key through a (count 1); another thread closes a,
+ * giving that hold back, while this thread tries through b, which shares
+ * it. Either order is fine (re-entered, then the close leaves count 1; or
+ * released, then taken afresh), but a try that returned OK must end with
+ * the lock held, in every round: the close's check that a's holds are the
+ * last and its mark "being released" are one step. */
+static void test_close_races_reentry(dlock_client *c, const char *mode) {
+  char k[128], suffix[48];
+  dlock_error err;
+  snprintf(suffix, sizeof suffix, "close-reenter-%s", mode);
+  key(k, sizeof k, suffix);
+  const char *opts[] = {"mode", mode, NULL};
+  dlock_client *other = client_with(NULL);
+  dlock_lock *o = other ? lock_with(other, k, opts) : NULL;
+  if (o == NULL) return;
+  int bad = 0;
+  for (int i = 0; i < 100; ++i) {
+    dlock_lock *a = lock_with(c, k, opts), *b = lock_with(c, k, opts);
+    if (a == NULL || b == NULL) break;
+    if (dlock_try(a, 3000, &err) != DLOCK_OK) {
+      ++bad;
+      fprintf(stderr, "round %d: a: %s\n", i, err.message);
+      dlock_close(a);
+      dlock_close(b);
+      continue;
+    }
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, 2);
+    struct closer cl = {a, &go};
+    pthread_t t;
+    pthread_create(&t, NULL, close_on_go, &cl);
+    pthread_barrier_wait(&go);
+    int rc = dlock_try(b, 3000, &err);
+    pthread_join(t, NULL);
+    pthread_barrier_destroy(&go);
+    if (rc == DLOCK_OK) {
+      if (!dlock_held(b) || dlock_hold_count(b) != 1) {
+        ++bad;
+        fprintf(stderr, "round %d: try OK but held=%d count=%d\n", i, dlock_held(b),
+                dlock_hold_count(b));
+      } else if (dlock_try(o, 0, &err) != DLOCK_BUSY) {
+        ++bad;
+        fprintf(stderr, "round %d: b holds, yet another client took the key\n", i);
+        dlock_release(o, NULL);
+      }
+    } else {
+      ++bad;
+      fprintf(stderr, "round %d: try through b: %s\n", i, dlock_code_name(rc));
+    }
+    dlock_close(b);
+  }
+  CHECK(bad == 0, "%s: %d bad rounds of 100", mode, bad);
+  CHECK(dlock_try(o, 3000, &err) == DLOCK_OK, "%s: key not free afterwards: %s", mode, err.message);
+  dlock_release(o, NULL);
+  dlock_close(o);
+  dlock_client_close(other);
+}
+
 static void test_shared_holds(dlock_client *c) {
   char k[128], oa[256], ob[256];
   dlock_error err;
@@ -1378,6 +1450,7 @@ int main(void) {
   RUN("holder_ids", test_holder_ids(c));
   RUN("wait_lost_mark", test_wait_lost_mark(c));
   RUN("shared_holds", test_shared_holds(c));
+  RUN("close_reenter", (test_close_races_reentry(c, "lease"), test_close_races_reentry(c, "row")));
   RUN("own_lost", (test_own_hold_lost(c, 0), test_own_hold_lost(c, 1)));
   RUN("own_busy", (test_own_hold_busy(c, "lease"), test_own_hold_busy(c, "row")));
   RUN("init_schema", test_init_schema_in_use(c));
