@@ -567,6 +567,12 @@ int CmdRun(const RunArgs& a) {
   if (int rc = Acquire(a, sig, &h); rc >= 0) return rc;
   const bool interactive = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
   pid_t job = 0;
+  // The guard's deadline before the job exists: should dlock stop before
+  // the supervisor first tells it (a SIGSTOP right after the start), the job
+  // still dies before the lease can run out.
+  if (a.lease)
+    guard.KillAt(Steady::now() + std::chrono::milliseconds(h.lock->remaining_ms() -
+                                                           SafetyMarginMs(a.ttl_ms)));
   if (int rc = Start(a, path, h, interactive, &guard, &job); rc >= 0) {
     guard.Close();
     (void)h.lock->Release();
