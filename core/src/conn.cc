@@ -218,6 +218,7 @@ Status Conn::ResetSession() {
 }
 
 void Conn::Abort() {
+  aborted_.store(true);
   if (fd_ >= 0) shutdown(fd_, SHUT_RDWR);
 }
 

@@ -116,6 +116,9 @@ class Conn : public SqlConn {
   // and discarded). Works when the server is frozen too, where KILL QUERY
   // could not even connect.
   void Abort();
+  // Abort() was called: the connection broke because we cut it, which says
+  // nothing about the server or the other connections to it.
+  bool aborted() const { return aborted_.load(); }
   // Counts every statement sent (for the client's counters).
   void set_counter(std::atomic<uint64_t>* c) { sent_ = c; }
   const ServerInfo& server() const { return server_; }
@@ -136,6 +139,7 @@ class Conn : public SqlConn {
   pid_t pid_;  // after fork() a child must not talk on its parent's socket
   bool broken_ = false;
   bool tainted_ = false;
+  std::atomic<bool> aborted_{false};
   std::atomic<uint64_t>* sent_ = nullptr;
   ServerInfo server_;
   std::string where_;

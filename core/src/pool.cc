@@ -3,6 +3,7 @@
 #include <mysql.h>
 
 #include <algorithm>
+#include <system_error>
 
 namespace dlock {
 
@@ -121,7 +122,7 @@ void Pool::Put(std::unique_ptr<Conn> c, bool outside_budget) {
     --outside_;
     ++open_;
   }
-  if (refused) {
+  if (refused || (c->broken() && c->aborted())) {  // only this one is done for (a cancel cut it)
     --open_;
     c.reset();
   } else if (c->broken()) {
@@ -134,8 +135,14 @@ void Pool::Put(std::unique_ptr<Conn> c, bool outside_budget) {
     c.reset();
   } else {
     idle_.push_back(Idle{std::move(c), Clock::now()});
-    if (opts_.pool_idle_ms > 0 && !closer_.joinable() && !stop_)
-      closer_ = std::thread([this] { CloseIdle(); });
+    if (opts_.pool_idle_ms > 0 && !closer_.joinable() && !stop_) {
+      // Put runs in destructors (PooledConn): no exception may leave it. A
+      // thread that cannot start now is tried again at the next Put.
+      try {
+        closer_ = std::thread([this] { CloseIdle(); });
+      } catch (const std::system_error&) {
+      }
+    }
     closer_cv_.notify_all();
   }
   cv_.notify_all();
