@@ -236,19 +236,12 @@ Status Admin::CheckGrants(bool need_create, GrantCheck* out) {
     if (row[0]->find(" ON ") == std::string::npos) out->via_roles = true;  // GRANT role TO user
   }
   const ClientOptions& o = impl_->opts;
-  struct Need {
-    std::string table;
-    std::vector<const char*> privileges;
-  };
-  // What the lease scheme, cleanup and the row scheme run on each table.
-  const Need needs[] = {{o.table, {"SELECT", "INSERT", "UPDATE", "DELETE"}},
-                        {o.table + "_fence", {"SELECT", "INSERT", "UPDATE"}},
-                        {o.row_table, {"SELECT", "INSERT", "UPDATE"}}};
-  for (const Need& n : needs) {
-    const auto have = PrivilegesOn(grants, o.database, n.table);
-    for (const char* p : n.privileges)
-      if (!HasPrivilege(have, p)) out->missing.push_back(std::string(p) + " on " + n.table);
-    if (need_create && !HasPrivilege(have, "CREATE")) out->missing.push_back("CREATE on " + n.table);
+  // What the client's open checks (schema.cc), so doctor and open agree.
+  for (const SchemaTable& tb : SchemaTables(o)) {
+    const auto have = PrivilegesOn(grants, o.database, tb.name);
+    for (const char* p : tb.privileges)
+      if (!HasPrivilege(have, p)) out->missing.push_back(std::string(p) + " on " + tb.name);
+    if (need_create && !HasPrivilege(have, "CREATE")) out->missing.push_back("CREATE on " + tb.name);
   }
   return Status::OK();
 }
