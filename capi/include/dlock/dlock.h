@@ -441,9 +441,10 @@ DLOCK_EXPORT int dlock_wait_lost_from(dlock_lock *lock, uint64_t cancel_mark, in
  * threads return DLOCK_E_CANCELLED promptly. A wait on the server (the
  * wake-up GET_LOCK, a row-lock wait) is ended by closing that connection's
  * socket, which works even when the server does not answer; a cancel that
- * arrives just before such a wait starts is seen when it starts. A statement
- * that is not a wait (an acquire, renew or release round trip) is let finish,
- * so that its outcome is known. Calls started later are not affected,
+ * arrives just before such a wait starts is seen when it starts. A lease
+ * attempt in dlock_try is cut the same way (a lease it may have taken runs
+ * out by its ttl: see dlock_try); renew and release round trips are let
+ * finish, so that their outcome is known. Calls started later are not affected,
  * except a dlock_try_from / dlock_wait_lost_from given a mark taken before.
  * Thread safety: any thread. Returns DLOCK_OK, DLOCK_E_INVALID for NULL, or
  * DLOCK_E_FORKED in a forked child (nothing is cancelled or sent: the
