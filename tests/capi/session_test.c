@@ -381,7 +381,11 @@ static void test_cancel_frozen_poller(void) {
   dlock_client *wc = client_with(NULL); /* read_timeout 30 s: what a cancel must not wait for */
   if (hc == NULL || wc == NULL) return;
   dlock_lock *h = lock_with(hc, key(k, sizeof k, "frozen-poll"), (const char *const[]){"ttl_ms", "60000", NULL});
-  dlock_lock *w = lock_with(wc, k, (const char *const[]){"holder", "lock", NULL});
+  /* ttl 2 s: an attempt the cancel cut off may still run once the server
+   * resumes, after the holder's release, and take the key for the waiter's
+   * old owner (documented: it runs out by its ttl); the check after SIGCONT
+   * waits that out. */
+  dlock_lock *w = lock_with(wc, k, (const char *const[]){"holder", "lock", "ttl_ms", "2000", NULL});
   if (h == NULL || w == NULL) return;
   /* The holder took it directly: it has no wake-up name, so the waiter
    * polls. */
