@@ -4,10 +4,11 @@
 #   1. the committed SWIG output (src/generated, jni/dlock_wrap.c) matches a
 #      fresh run of generate.sh
 #   2. mvn test on JDK 17 (everything but the virtual-thread tests); Maven
-#      builds libdlock_jni.so (core and Connector/C linked in) in BUILD_JNI
+#      builds libdlock_jni.so (core and Connector/C linked in) in
+#      build-java-jni (about 50 s of CPU the first time, then incremental)
 #   3. consumer-test.sh: `mvn install`, then a fresh Maven project that depends
 #      on the installed jar only takes a lock (no libdlock installed, no
-#      java.library.path, no LD_LIBRARY_PATH); ~35 s, mostly Maven
+#      java.library.path, no LD_LIBRARY_PATH); 35-50 s, mostly Maven
 #   4. mvn test on JDK 25 (everything, virtual-thread tests included)
 #   5. the cron-pattern example in examples/java, if present
 # The C library is also installed into a temporary prefix, for the C and Go
@@ -122,8 +123,9 @@ else
   status=1
 fi
 
-# `clean` each time: the two JDKs compile the tests for different releases and
-# build the JNI library against their own jni.h.
+# `clean` each time: the two JDKs compile the tests for different releases.
+# The JNI build directory outlives `clean`: a change of JDK recompiles only
+# the JNI library's two files, against that JDK's jni.h.
 run_mvn() {
   local jdk=$1
   shift

@@ -156,6 +156,53 @@ class NativeLoaderTest {
     }
   }
 
+  /**
+   * Without the jar's copy for the platform (a classpath without native/), the library comes from
+   * java.library.path; without that either, the error names both steps.
+   */
+  @Test
+  void fallsBackToLoadLibraryAndExplainsWhenThatFails() throws Exception {
+    Path classes = Path.of(NativeLoader.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+    Path testClasses = Path.of(PrintVersion.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+    Path bare = dir.resolve("classes");
+    try (Stream<Path> s = Files.walk(classes)) {
+      for (Path p : (Iterable<Path>) s::iterator) {
+        Path rel = classes.relativize(p);
+        if (rel.toString().startsWith("native")) continue;
+        if (Files.isDirectory(p)) Files.createDirectories(bare.resolve(rel.toString()));
+        else Files.copy(p, bare.resolve(rel.toString()));
+      }
+    }
+    Path lib = Files.createDirectories(dir.resolve("lib"));
+    try (InputStream in = NativeLoader.class.getResourceAsStream(RESOURCE)) {
+      Files.copy(in, lib.resolve("libdlock_jni.so"));
+    }
+    String cp = bare + java.io.File.pathSeparator + testClasses;
+
+    String ok = runJvm(0, cp, "-Djava.library.path=" + lib);
+    assertEquals(DLockNative.dlock_version(), ok.strip());
+
+    String fail = runJvm(1, cp, "-Djava.library.path=" + dir.resolve("empty"));
+    assertTrue(fail.contains("dlock: cannot load the JNI library; tried the jar has no native/"), fail);
+    assertTrue(fail.contains("System.loadLibrary(\"dlock_jni\")"), fail);
+    assertTrue(fail.contains("-Ddlock.jni.path="), fail);
+  }
+
+  private static String runJvm(int wantExit, String classpath, String... jvmArgs) throws Exception {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.addAll(List.of(jvmArgs));
+    cmd.add("--enable-native-access=ALL-UNNAMED");
+    cmd.add("-cp");
+    cmd.add(classpath);
+    cmd.add(PrintVersion.class.getName());
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+    assertEquals(wantExit, p.exitValue(), out);
+    return out;
+  }
+
   /** The child JVM of jvmsStartingTogetherAllLoad. */
   public static final class PrintVersion {
     public static void main(String[] args) {
