@@ -19,6 +19,11 @@
 #                  root user makes the ed25519 user; on another, that check
 #                  is skipped.
 #   --python PY    the interpreter the wheel was built for (default python3)
+#   --base DIR     a root of its own instead of this machine's / (e.g. a
+#                  debootstrapped Debian 12, scripts/fresh-root-debootstrap.sh):
+#                  the wheel runs on its /usr/bin/python3; for the C part apt
+#                  also installs gcc, pkg-config and cmake there (from Debian's
+#                  mirror, cached in --apt-cache DIR)
 # The root is this machine's own / seen through a copy-on-write overlay
 # (overlayfs, upper layer on a tmpfs) in a private mount namespace
 # (`unshare -m`), entered with chroot: packages are really removed and
@@ -31,22 +36,34 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 
-wheel="" debs="" url=${DLOCK_URL:-} python=python3
+wheel="" debs="" url=${DLOCK_URL:-} python=python3 base=/ apt_cache=""
 while [ $# -gt 0 ]; do
   case $1 in
     --wheel) wheel=$(realpath "$2"); shift 2 ;;
     --debs) debs=$(realpath "$2"); shift 2 ;;
     --url) url=$2; shift 2 ;;
     --python) python=$2; shift 2 ;;
-    *) echo "usage: $0 --url URL [--wheel FILE] [--debs DIR] [--python PY]" >&2; exit 2 ;;
+    --base) base=$(realpath "$2"); shift 2 ;;
+    --apt-cache) apt_cache=$(realpath "$2"); shift 2 ;;
+    *) echo "usage: $0 [--url URL] [--wheel FILE] [--debs DIR] [--python PY] [--base DIR [--apt-cache DIR]]" >&2
+       exit 2 ;;
   esac
 done
 [ -n "$url" ] || { echo "fresh_root: --url or DLOCK_URL is required" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "fresh_root: needs root (unshare -m, mount, chroot)" >&2; exit 2; }
-python=$("$python" -c 'import os, sys; print(os.path.realpath(sys.executable))')
+host_python=$("$python" -c 'import os, sys; print(os.path.realpath(sys.executable))')
+if [ "$base" = / ]; then root_python=$host_python; else root_python=/usr/bin/python3; fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/dlock-fresh-root.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+ed_sql() {   # HOST PORT SQL: as the server's root (no password: a throwaway server)
+  mariadb -uroot -h "$1" -P "$2" -e "$3"
+}
+ed_host="" ed_port=""
+cleanup() {
+  [ -z "$ed_host" ] || ed_sql "$ed_host" "$ed_port" "DROP USER IF EXISTS 'dlock_ed'@'%'" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
 chmod 755 "$work"
 passed=0 failed=0
 
@@ -54,25 +71,19 @@ passed=0 failed=0
 # Connector/C: a connection as this user loads client_ed25519.so) ----
 ed_url=""
 if [ -n "$wheel" ]; then
-  ed_url=$("$python" - "$url" <<'PY'
-import re, subprocess, sys
-m = re.match(r"mysql://root@([^:/]+):(\d+)/(\w+)$", sys.argv[1])
-if not m:
-    sys.exit(0)          # not a throwaway server of ours: skip that check
-host, port, db = m.groups()
-def run(q, ok_fail=False):
-    r = subprocess.run(["mariadb", "-uroot", "-h", host, "-P", port, "-e", q],
-                       capture_output=True, text=True)
-    if r.returncode and not ok_fail:
-        sys.exit(f"mariadb -e {q!r}: {r.stderr.strip()}")
-run("INSTALL SONAME 'auth_ed25519'", ok_fail=True)   # already installed: fine
-run("DROP USER IF EXISTS 'dlock_ed'@'%';"
-    "CREATE USER 'dlock_ed'@'%' IDENTIFIED VIA ed25519 USING PASSWORD('fresh-root-pw');"
-    f"GRANT ALL ON `{db}`.* TO 'dlock_ed'@'%'")
-print(f"mysql://dlock_ed:fresh-root-pw@{host}:{port}/{db}")
-PY
-)
-  [ -n "$ed_url" ] || echo "fresh_root: $url is not a throwaway root@ server: the ed25519 check is skipped"
+  if [[ $url =~ ^mysql://root@([^:/@]+):([0-9]+)/([A-Za-z0-9_]+)$ ]]; then
+    ed_host=${BASH_REMATCH[1]} ed_port=${BASH_REMATCH[2]} db=${BASH_REMATCH[3]}
+    ed_sql "$ed_host" "$ed_port" "INSTALL SONAME 'auth_ed25519'" >/dev/null 2>&1 || true  # may be there
+    if ed_sql "$ed_host" "$ed_port" "DROP USER IF EXISTS 'dlock_ed'@'%';
+        CREATE USER 'dlock_ed'@'%' IDENTIFIED VIA ed25519 USING PASSWORD('fresh-root-pw');
+        GRANT ALL ON \`$db\`.* TO 'dlock_ed'@'%'"; then
+      ed_url="mysql://dlock_ed:fresh-root-pw@$ed_host:$ed_port/$db"
+    else
+      echo "FAIL: could not make the ed25519 user on $url"; failed=$((failed + 1))
+    fi
+  else
+    echo "fresh_root: $url is not a throwaway root@ server: the ed25519 check is skipped"
+  fi
 fi
 
 # ---- what runs inside the roots ----
@@ -156,7 +167,11 @@ failures=0
 export DEBIAN_FRONTEND=noninteractive
 unset LD_LIBRARY_PATH PKG_CONFIG_PATH
 cd "$DEBS"
-apt-get install -y -q --no-install-recommends ./libdlock1_*.deb ./libdlock-dev_*.deb ./dlock_*.deb \
+# In a root of its own (--base) the example's tools come with them.
+tools=""
+[ "$BASE" = / ] || tools="gcc libc6-dev pkg-config cmake make"
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends ./libdlock1_*.deb ./libdlock-dev_*.deb ./dlock_*.deb $tools \
   >/tmp/apt.log 2>&1 || { cat /tmp/apt.log; echo "FAIL: apt-get install ./*.deb"; exit 1; }
 echo "apt-get install ./libdlock1_… ./libdlock-dev_… ./dlock_…: ok"
 # A dlock consumer needs no Connector/C headers: libmariadb-dev leaves.
@@ -209,15 +224,19 @@ in_fresh_root() {   # NAME SCRIPT ENV...
   local name=$1 script=$2; shift 2
   local t0=$SECONDS
   echo "== fresh root: $name"
-  if unshare -m --propagation private /bin/bash -s "$work" "$script" "$@" <<'NS'; then
+  if BASE_DIR=$base APT_CACHE=$apt_cache unshare -m --propagation private /bin/bash -s "$work" "$script" "BASE=$base" "$@" <<'NS'; then
 set -e
 work=$1 script=$2; shift 2
 mnt=$work/mnt; mkdir -p "$mnt"
 mount -t tmpfs -o size=2g tmpfs "$mnt"
 mkdir "$mnt/upper" "$mnt/work" "$mnt/root"
-mount -t overlay overlay -o "lowerdir=/,upperdir=$mnt/upper,workdir=$mnt/work" "$mnt/root"
+mount -t overlay overlay -o "lowerdir=$BASE_DIR,upperdir=$mnt/upper,workdir=$mnt/work" "$mnt/root"
 for d in proc sys dev; do mount --rbind "/$d" "$mnt/root/$d"; done
 mkdir -p "$mnt/root/fresh"; mount --bind "$work" "$mnt/root/fresh"
+if [ "$BASE_DIR" != / ]; then
+  mount --bind /etc/resolv.conf "$mnt/root/etc/resolv.conf"
+  [ -z "$APT_CACHE" ] || mount --bind "$APT_CACHE" "$mnt/root/var/cache/apt/archives"
+fi
 exec chroot "$mnt/root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   HOME=/root LANG=C.UTF-8 "$@" /bin/bash "/fresh/$script"
 NS
@@ -230,7 +249,7 @@ NS
 if [ -n "$wheel" ]; then
   mkdir -p "$work/in"; cp "$wheel" "$work/in/"
   in_fresh_root "wheel without libmariadb3 and without a compiler" wheel.sh \
-    "PY=$python" "WHEEL=/fresh/in/$(basename "$wheel")" "URL=$url" "ED_URL=$ed_url"
+    "PY=$root_python" "WHEEL=/fresh/in/$(basename "$wheel")" "URL=$url" "ED_URL=$ed_url"
 fi
 if [ -n "$debs" ]; then
   mkdir -p "$work/debs"; cp "$debs"/*.deb "$work/debs/"; cp "$repo/README.md" "$work/"
