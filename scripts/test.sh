@@ -88,6 +88,7 @@ if [ -f pyproject.toml ]; then
   section "Python wheel (scripts/wheel.sh)"
   if wheel=$(scripts/wheel.sh build-wheel/dist | tail -n 1) && [ -f "$wheel" ]; then
     wheel=$root/$wheel
+    echo "wheel: $wheel"
   else
     wheel=""
     failed+=("scripts/wheel.sh")
