@@ -46,17 +46,16 @@ namespace {
 // and exactly those rows go. A re-created key then starts above every
 // token it ever issued (B1). Re-running it is safe: it selects again.
 // *found: the expired rows it saw; *deleted grows by those it deleted.
-Status CleanupBatch(SqlConn& c, const std::string& t, const std::string& f,
-                    const std::string& cutoff, int limit, uint64_t* found, uint64_t* deleted) {
-  const std::string range = " WHERE expire_time < ? ORDER BY expire_time LIMIT ?";
+Status CleanupBatch(SqlConn& c, const CleanupSql& sql, const std::string& cutoff, int limit,
+                    uint64_t* found, uint64_t* deleted) {
   const std::vector<Param> p = {Param::Text(cutoff), Param::Int(limit)};
   ExecResult r;
   uint64_t max_fence = 0, gone = 0;
   // REPEATABLE READ: the locking read below must lock the index gaps too.
-  Status s = c.Query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+  Status s = c.Query(sql.isolation);
   if (s.ok()) s = c.Query("START TRANSACTION");
-  if (s.ok()) s = c.Exec("SELECT fence_floor FROM " + f + " WHERE id = 1 FOR UPDATE", {}, &r);
-  if (s.ok()) s = c.Exec("SELECT fence FROM " + t + range + " FOR UPDATE", p, &r);
+  if (s.ok()) s = c.Exec(sql.lock_floor, {}, &r);
+  if (s.ok()) s = c.Exec(sql.pick, p, &r);
   if (s.ok()) {
     *found = r.rows.size();
     for (const Row& row : r.rows)
@@ -64,9 +63,8 @@ Status CleanupBatch(SqlConn& c, const std::string& t, const std::string& f,
         max_fence = std::max<uint64_t>(max_fence, std::strtoull(row[0]->c_str(), nullptr, 10));
   }
   if (s.ok() && *found > 0) {
-    s = c.Exec("UPDATE " + f + " SET fence_floor = GREATEST(fence_floor, ?) WHERE id = 1",
-               {Param::Int(static_cast<int64_t>(max_fence))}, &r);
-    if (s.ok()) s = c.Exec("DELETE FROM " + t + range, p, &r);
+    s = c.Exec(sql.raise_floor, {Param::Int(static_cast<int64_t>(max_fence))}, &r);
+    if (s.ok()) s = c.Exec(sql.remove, p, &r);
     if (s.ok()) gone = r.affected;
   }
   if (s.ok()) s = c.Query("COMMIT");
@@ -80,7 +78,6 @@ Status CleanupBatch(SqlConn& c, const std::string& t, const std::string& f,
 Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
   *deleted = 0;
   *ran = false;
-  const std::string t = QuoteIdent(opts_.table), f = QuoteIdent(opts_.table + "_fence");
   // One cleaner at a time across all clients: a lease of its own (A8).
   static const std::string kGuard = "dlock:cleanup";
   const std::string owner = NewOwner();
@@ -98,21 +95,19 @@ Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
     ExecResult r;
     std::string cutoff;
     if (s.ok())
-      s = conn->Exec(
-          "SELECT DATE_FORMAT(UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND, '%Y-%m-%d %H:%i:%s.%f')",
-          {Param::Int(opts_.cleanup_grace_ms * 1000)}, &r);
+      s = conn->Exec(sql_.cleanup.cutoff, {Param::Int(opts_.cleanup_grace_ms * 1000)}, &r);
     if (s.ok() && !r.rows.empty() && r.rows[0][0]) cutoff = *r.rows[0][0];
     for (int batch = 0; s.ok() && !cutoff.empty() && batch < 1000; ++batch) {
       uint64_t found = 0;
       RetryPolicy p("cleanup", RetryUntil(Clock::now()));
       s = RunIdempotent(nullptr, &conns, p, [&](SqlConn& c, bool) {
         conn = &c;
-        return CleanupBatch(c, t, f, cutoff, opts_.cleanup_batch, &found, deleted);
+        return CleanupBatch(c, sql_.cleanup, cutoff, opts_.cleanup_batch, &found, deleted);
       });
       if (found < static_cast<uint64_t>(opts_.cleanup_batch)) break;
     }
     if (s.ok()) {
-      Status c = conn->Exec("SELECT COUNT(*) FROM " + t, {}, &r);
+      Status c = conn->Exec(sql_.cleanup.count, {}, &r);
       if (c.ok() && !r.rows.empty() && r.rows[0][0])
         counters_.table_rows.store(std::strtoull(r.rows[0][0]->c_str(), nullptr, 10));
     }

@@ -1,5 +1,6 @@
-// The client behind dlock::Client: options, the connection pool, the SQL of
-// both lock schemes (built once from validated table names) and the schema.
+// The client behind dlock::Client: options, the connection pool, the
+// statements of its dialect (built once from validated table names) and the
+// schema.
 #ifndef DLOCK_CORE_CLIENT_IMPL_H_
 #define DLOCK_CORE_CLIENT_IMPL_H_
 
@@ -24,40 +25,6 @@
 
 namespace dlock {
 
-// Lease-lock statements (scheme 1). Each is one round trip.
-struct LeaseSql {
-  std::string acquire;  // params: key, owner, ttl_us
-  std::string renew;    // params: ttl_us, key, owner
-  std::string release;  // params: key, owner
-  std::string read;     // params: key
-  std::string get_name;      // params: name, timeout_us -> 1 / 0 / NULL
-  std::string release_name;  // params: name
-  std::string release_and_wake;  // params: name, key, owner
-};
-
-// Row-lock statements (scheme 2).
-struct RowSql {
-  std::string exists;  // params: name
-  std::string create;  // params: name
-  std::string nowait;  // params: name; a row back = locked
-  // Lock waiting at most kRowSlicesMs[i] ms; params: name.
-  std::vector<std::string> sliced;
-};
-
-// A table name as an SQL identifier (names are validated at parse time).
-inline std::string QuoteIdent(const std::string& ident) { return "`" + ident + "`"; }
-
-// The statements of each scheme are built once per client from the
-// validated table names, in the scheme's own file (lease_scheme.cc,
-// row_scheme.cc) next to the code that runs them and reads their results.
-LeaseSql MakeLeaseSql(const ClientOptions& opts);
-RowSql MakeRowSql(const ClientOptions& opts);
-
-// The wait slices a row-lock acquisition is made of: a bounded set, so that
-// every statement stays prepared and cached.
-extern const int64_t kRowSlicesMs[];
-extern const size_t kRowSliceCount;
-
 // Brackets every attempt of a statement that may block (on each connection
 // the retries use), so that a cancel can end it at once by shutting its
 // socket: a lock's LockHost::EnterServerWait / LeaveServerWait (scheme.h).
@@ -75,22 +42,10 @@ struct LeaseAttempt {
   Clock::time_point sent_at{};  // when the winning statement was sent
 };
 
-// The lock tables: name, the column types dlock checks (type prefixes, as
-// information_schema spells them), the DDL that creates the table and the
-// privileges dlock's statements need on it. The single source for the
-// client's own schema setup and for `dlock init --print-sql` / `dlock doctor`.
-struct SchemaTable {
-  std::string name;
-  std::vector<std::pair<std::string, std::string>> cols;
-  std::string ddl;
-  std::vector<const char*> privileges;  // "SELECT", "INSERT", "UPDATE", "DELETE"
-};
-std::vector<SchemaTable> SchemaTables(const ClientOptions& opts);
-// Seeds the fencing-floor row (idempotent).
-std::string SchemaSeedSql(const ClientOptions& opts);
+// The lock tables (their statements: dialect.h's TableSql).
 // OK when table has the columns want (type prefixes); kState when it does
 // not exist; kDb naming the column that is missing or of another type.
-Status CheckTableColumns(Conn& conn, const std::string& table,
+Status CheckTableColumns(Conn& conn, const TableSql& sql, const std::string& table,
                          const std::vector<std::pair<std::string, std::string>>& want);
 // Whether the connection's user holds the privileges dlock needs on an
 // existing table (its statements prepared, never run): kDb naming the
@@ -100,16 +55,7 @@ Status CheckTablePrivileges(Conn& conn, const ClientOptions& opts, const SchemaT
 // user's privileges on them, and seeds the fencing floor: a client's open,
 // and `dlock init`. A table missing without the CREATE privilege is kDb
 // saying to run `dlock init`.
-Status EnsureTables(Conn& conn, const ClientOptions& opts);
-// A lease table made again after a drop continues above the next multiple
-// of kFenceEpoch: the floor jumps there (2^40: a key would need 10^12
-// acquisitions within one epoch to reach the next; after 8192 re-creations
-// tokens are still below 2^53, exact as a double).
-constexpr uint64_t kFenceEpoch = uint64_t{1} << 40;
-// Moves the floor to the next epoch; run before the lease table is created
-// again (schema.cc).
-std::string FenceEpochSql(const ClientOptions& opts);
-
+Status EnsureTables(Conn& conn, const TableSql& sql, const ClientOptions& opts);
 class ClientImpl {
  public:
   static Status Open(const std::string& url, const Config& cfg, std::unique_ptr<ClientImpl>* out);
@@ -120,8 +66,9 @@ class ClientImpl {
   const ServerInfo& server() const { return server_; }
   Pool& pool() { return pool_; }
   pid_t pid() const { return pid_; }
-  const LeaseSql& lease_sql() const { return lease_sql_; }
-  const RowSql& row_sql() const { return row_sql_; }
+  // Every statement it sends, in the server's dialect (built at Open,
+  // once the first connection said which server this is).
+  const Statements& sql() const { return sql_; }
 
   // host:pid:uuid, new for every acquisition (A4).
   std::string NewOwner();
@@ -205,8 +152,7 @@ class ClientImpl {
   ServerInfo server_;
   pid_t pid_;
   std::string host_;
-  LeaseSql lease_sql_;
-  RowSql row_sql_;
+  Statements sql_;
   std::mutex locks_mu_;
   std::unordered_map<std::string, std::weak_ptr<LockImpl>> locks_;
   std::mutex rows_mu_;

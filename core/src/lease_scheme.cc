@@ -240,7 +240,7 @@ Status LeaseScheme::GetWakeName(Conn& conn, Clock::time_point until, CancelToken
     int64_t slice = std::min(left_us, cap_us);
     ExecResult r;
     if (!host_->EnterServerWait(conn, cancel)) return Cancelled();
-    Status s = conn.Exec(c_->lease_sql().get_name, {Param::Bytes(wake_name_), Param::Int(slice)}, &r);
+    Status s = conn.Exec(c_->sql().lease.get_name, {Param::Bytes(wake_name_), Param::Int(slice)}, &r);
     host_->LeaveServerWait();
     // Noted before the cancel is: a name we got is given back (DropWakeName).
     *got = s.ok() && !r.rows.empty() && r.rows[0][0] && *r.rows[0][0] == "1";
@@ -257,7 +257,7 @@ Status LeaseScheme::GetWakeName(Conn& conn, Clock::time_point until, CancelToken
 void LeaseScheme::DropWakeName() {
   if (has_wake_name_ && own_conn_ && !own_conn_->broken()) {
     ExecResult r;
-    Status s = own_conn_->Exec(c_->lease_sql().release_name, {Param::Bytes(wake_name_)}, &r);
+    Status s = own_conn_->Exec(c_->sql().lease.release_name, {Param::Bytes(wake_name_)}, &r);
     if (!s.ok()) own_conn_->MarkTainted();  // the pool's reset frees the name
   }
   has_wake_name_ = false;
@@ -321,7 +321,7 @@ Status LeaseScheme::ReleaseDb(const std::string& owner, Status* business, bool* 
   if (txn_open_) {
     // A7: the release joins the caller's transaction; both commit or neither.
     ExecResult r;
-    s = own_conn_->Exec(c_->lease_sql().release, {Param::Bytes(db_key_), Param::Bytes(owner)}, &r);
+    s = own_conn_->Exec(c_->sql().lease.release, {Param::Bytes(db_key_), Param::Bytes(owner)}, &r);
     if (s.ok()) {
       ReadRelease(r, freed, ours);
       *business = EndTxn(*freed ? "COMMIT" : "ROLLBACK");
@@ -342,7 +342,7 @@ Status LeaseScheme::ReleaseDb(const std::string& owner, Status* business, bool* 
     }
   } else if (has_wake_name_ && own_conn_ && !own_conn_->broken()) {
     ExecResult r;
-    s = own_conn_->Exec(c_->lease_sql().release_and_wake,
+    s = own_conn_->Exec(c_->sql().lease.release_and_wake,
                         {Param::Bytes(wake_name_), Param::Bytes(db_key_), Param::Bytes(owner)}, &r);
     if (s.ok()) {
       ReadRelease(r, freed, ours);
@@ -421,7 +421,7 @@ Status LeaseScheme::Exec(const std::string& sql, const std::vector<const std::st
     return Status::StateError("exec on a lease lock needs begin() first (A7: the release then "
                               "commits with the transaction)");
   bool open = true;
-  Status s = ExecInTransaction(*own_conn_, sql, params, affected, &open);
+  Status s = ExecInTransaction(*own_conn_, c_->sql().session, sql, params, affected, &open);
   if (own_conn_->broken()) return s;  // release finds out, and rolls the transaction back
   if (open) return s;
   txn_open_ = false;
@@ -435,56 +435,6 @@ Status LeaseScheme::Exec(const std::string& sql, const std::vector<const std::st
 }
 
 }  // namespace
-
-LeaseSql MakeLeaseSql(const ClientOptions& opts) {
-  LeaseSql sql;
-  const std::string t = QuoteIdent(opts.table);
-  const std::string f = QuoteIdent(opts.table + "_fence");
-  const std::string now = "UTC_TIMESTAMP(6)";
-  // One statement takes a free key, takes over an expired lease, or repeats
-  // our own acquisition (a retry after a dropped connection). Assignment
-  // order matters: fence and create_time read the old expiry, owner is
-  // decided next, expire_time last (it compares against the new owner).
-  // The fence of a new row starts above every token that cleanup deleted
-  // (the floor, read with a share lock so that cleanup cannot slip between).
-  // When busy, the holder's remaining microseconds come back through
-  // LAST_INSERT_ID without changing the row, so waiters need no extra read.
-  sql.acquire =
-      "INSERT INTO " + t + " (lock_key, owner, expire_time, create_time, fence) VALUES (?, ?, " +
-      now + " + INTERVAL ? MICROSECOND, " + now +
-      ", LAST_INSERT_ID(COALESCE((SELECT fence_floor FROM " + f +
-      " WHERE id = 1 LOCK IN SHARE MODE), 0) + 1)) ON DUPLICATE KEY UPDATE "
-      "fence = IF(expire_time < " + now + ", LAST_INSERT_ID(fence + 1), "
-      "IF(owner = VALUES(owner), LAST_INSERT_ID(fence), "
-      "fence + 0 * LAST_INSERT_ID(GREATEST(0, TIMESTAMPDIFF(MICROSECOND, " + now + ", expire_time))))), "
-      "create_time = IF(expire_time < " + now + ", " + now + ", create_time), "
-      "owner = IF(expire_time < " + now + " OR owner = VALUES(owner), VALUES(owner), owner), "
-      "expire_time = IF(owner = VALUES(owner), VALUES(expire_time), expire_time)";
-  sql.renew = "UPDATE " + t + " SET expire_time = " + now +
-                     " + INTERVAL ? MICROSECOND WHERE lock_key = ? AND owner = ? AND expire_time >= " +
-                     now;
-  // Release frees the row in place (the fence survives) and reports through
-  // LAST_INSERT_ID whether the lease was still live by the DB clock.
-  sql.release = "UPDATE " + t +
-                       " SET owner = '', expire_time = IF(LAST_INSERT_ID(expire_time >= " + now +
-                       "), '1970-01-01 00:00:00', '1970-01-01 00:00:00') "
-                       "WHERE lock_key = ? AND owner = ?";
-  sql.read = "SELECT owner, fence, TIMESTAMPDIFF(MICROSECOND, " + now +
-                    ", expire_time) FROM " + t + " WHERE lock_key = ?";
-  // Wake-up hint only (never exclusion): a waiter blocks here until the
-  // holder that came through this same path releases, or the timeout.
-  sql.get_name = "SELECT GET_LOCK(?, ? / 1000000)";
-  sql.release_name = "DO RELEASE_LOCK(?)";
-  // The release of a holder that keeps the wake-up name gives the name up
-  // inside the same statement: the next waiter is woken while our commit is
-  // being flushed, and its acquire queues on the row lock we release at
-  // commit, instead of starting only after our reply came back.
-  sql.release_and_wake = "UPDATE " + t +
-                                " SET owner = '', expire_time = IF(LAST_INSERT_ID(expire_time >= " +
-                                now + ") + 0 * IFNULL(RELEASE_LOCK(?), 0), '1970-01-01 00:00:00', "
-                                "'1970-01-01 00:00:00') WHERE lock_key = ? AND owner = ?";
-  return sql;
-}
 
 // The three one-statement operations, for the scheme and for cleanup's
 // guard lease; idempotent for the same owner, so RunIdempotent re-runs them
@@ -501,7 +451,7 @@ Status ClientImpl::LeaseAcquire(const std::string& key, const std::string& owner
     if (wait != nullptr && !wait->enter(*conn))
       return Status(Code::kCancelled, "acquire: cancelled");
     auto sent = Clock::now();
-    Status s = c.Exec(lease_sql_.acquire,
+    Status s = c.Exec(sql_.lease.acquire,
                       {Param::Bytes(key), Param::Bytes(owner), Param::Int(ttl_ms * 1000)}, &r);
     if (wait != nullptr) wait->leave();
     if (!s.ok()) return s;
@@ -521,7 +471,7 @@ Status ClientImpl::LeaseRenew(const std::string& key, const std::string& owner, 
   return RunIdempotent(nullptr, &fresh, p, [&](SqlConn& c, bool) {
     ExecResult r;
     *sent_at = Clock::now();
-    Status s = c.Exec(lease_sql_.renew,
+    Status s = c.Exec(sql_.lease.renew,
                       {Param::Int(ttl_ms * 1000), Param::Bytes(key), Param::Bytes(owner)}, &r);
     if (s.ok()) *renewed = r.affected == 1;
     return s;
@@ -534,13 +484,13 @@ Status ClientImpl::LeaseRelease(const std::string& key, const std::string& owner
   RetryPolicy p("release", RetryUntil(Clock::now()));
   return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool rerun) {
     ExecResult r;
-    Status s = c.Exec(lease_sql_.release, {Param::Bytes(key), Param::Bytes(owner)}, &r);
+    Status s = c.Exec(sql_.lease.release, {Param::Bytes(key), Param::Bytes(owner)}, &r);
     if (!s.ok()) return s;
     ReadRelease(r, released, ours);
     if (*ours || !rerun) return s;
     // The dropped attempt may have released it: a free row (empty owner)
     // means nobody took it since, so it was ours.
-    s = c.Exec(lease_sql_.read, {Param::Bytes(key)}, &r);
+    s = c.Exec(sql_.lease.read, {Param::Bytes(key)}, &r);
     if (s.ok() && !r.rows.empty() && r.rows[0][0] && r.rows[0][0]->empty())
       *ours = *released = true;
     return s;
