@@ -124,6 +124,7 @@ Status Admin::Open(const std::string& url, std::unique_ptr<Admin>* out) {
   const ServerInfo& info = impl->conn->server();
   impl->facts.version = info.version;
   impl->facts.mariadb = info.mariadb;
+  impl->facts.dialect = info.dialect->name;
   impl->sql = info.dialect->build(impl->opts, info.mariadb);
   impl->facts.read_only = info.read_only;
   impl->facts.galera = info.galera;
