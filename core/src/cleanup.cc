@@ -15,15 +15,16 @@ void ClientImpl::StartJanitor() {
 
 void ClientImpl::JanitorLoop() {
   mysql_thread_init();
-  std::unique_lock<std::mutex> g(janitor_mu_);
+  RelockableMutexLock g(janitor_mu_);
   while (!janitor_stop_) {
     // Spread the clients of a fleet: +-10% jitter on the interval.
     thread_local std::minstd_rand rng(std::random_device{}());
     int64_t iv = opts_.cleanup_interval_ms;
     std::uniform_int_distribution<int64_t> d(iv * 9 / 10, iv * 11 / 10);
-    if (janitor_cv_.wait_for(g, std::chrono::milliseconds(d(rng)), [&] { return janitor_stop_; }))
-      break;
-    g.unlock();
+    const auto until = Clock::now() + std::chrono::milliseconds(d(rng));
+    while (!janitor_stop_ && Clock::now() < until) janitor_cv_.wait_until(janitor_mu_, until);
+    if (janitor_stop_) break;
+    g.Unlock();
     uint64_t deleted = 0;
     bool ran = false;
     Status s = Cleanup(&deleted, &ran);
@@ -31,9 +32,9 @@ void ClientImpl::JanitorLoop() {
       Raise(EventType::kCleanup, Severity::kWarning, "", "", 0,
             "periodic cleanup failed: " + s.message());
     }
-    g.lock();
+    g.Lock();
   }
-  g.unlock();
+  g.Unlock();
   mysql_thread_end();
 }
 

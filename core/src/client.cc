@@ -65,7 +65,7 @@ Status ClientImpl::Open(const std::string& url, const Config& cfg, std::unique_p
 
 ClientImpl::~ClientImpl() {
   {
-    std::lock_guard<std::mutex> g(janitor_mu_);
+    MutexLock g(janitor_mu_);
     janitor_stop_ = true;
     janitor_cv_.notify_all();
   }
@@ -110,12 +110,12 @@ Status PoolConns::Fresh(SqlConn** out) {
 }
 
 bool ClientImpl::RowKnown(const std::string& name) {
-  std::lock_guard<std::mutex> g(rows_mu_);
+  MutexLock g(rows_mu_);
   return known_rows_.count(name) > 0;
 }
 
 void ClientImpl::NoteRow(const std::string& name) {
-  std::lock_guard<std::mutex> g(rows_mu_);
+  MutexLock g(rows_mu_);
   if (known_rows_.size() > 100000) known_rows_.clear();  // bound the memory
   known_rows_.insert(name);
 }

@@ -21,6 +21,7 @@
 #include "pool.h"
 #include "renewer.h"
 #include "retry.h"
+#include "thread_annotations.h"
 #include "waiters.h"
 
 namespace dlock {
@@ -103,12 +104,12 @@ class ClientImpl {
   // Creates the lock tables that are missing and checks the columns of
   // those that exist (Open does it too; this is for an open client, e.g.
   // after the tables were dropped). Forgets which lock rows it saw.
-  Status EnsureSchema();
+  Status EnsureSchema() EXCLUDES(rows_mu_);
 
   // Row locks: the rows this client knows exist (so that an acquisition
   // does not check again).
-  bool RowKnown(const std::string& name);
-  void NoteRow(const std::string& name);
+  bool RowKnown(const std::string& name) EXCLUDES(rows_mu_);
+  void NoteRow(const std::string& name) EXCLUDES(rows_mu_);
 
   // A8: deletes leases expired for longer than the grace, in batches, while
   // holding the cleanup lock (skipped, *ran = false, when another client
@@ -136,8 +137,8 @@ class ClientImpl {
   // other lock options.
   Status SharedLock(const std::string& identity, const LockOptions& opts,
                     const std::function<std::shared_ptr<LockImpl>()>& make,
-                    std::shared_ptr<LockImpl>* out);
-  void ForgetLock(const std::string& identity, const LockImpl* l);
+                    std::shared_ptr<LockImpl>* out) EXCLUDES(locks_mu_);
+  void ForgetLock(const std::string& identity, const LockImpl* l) EXCLUDES(locks_mu_);
   WaitQueues& waiters() { return waiters_; }
   // Wake-up names (GET_LOCK) are used unless the server is a Galera node.
   bool wakeup_supported() const { return !server_.galera; }
@@ -153,19 +154,19 @@ class ClientImpl {
   pid_t pid_;
   std::string host_;
   Statements sql_;
-  std::mutex locks_mu_;
-  std::unordered_map<std::string, std::weak_ptr<LockImpl>> locks_;
-  std::mutex rows_mu_;
-  std::unordered_set<std::string> known_rows_;
+  Mutex locks_mu_;
+  std::unordered_map<std::string, std::weak_ptr<LockImpl>> locks_ GUARDED_BY(locks_mu_);
+  Mutex rows_mu_;
+  std::unordered_set<std::string> known_rows_ GUARDED_BY(rows_mu_);
   Counters counters_;
   Events events_;
   WaitQueues waiters_;
   // Periodic cleanup (cleanup_interval_ms > 0).
-  std::mutex janitor_mu_;
-  std::condition_variable janitor_cv_;
-  bool janitor_stop_ = false;
-  std::thread janitor_;
-  void JanitorLoop();
+  Mutex janitor_mu_;
+  std::condition_variable_any janitor_cv_;  // waits on janitor_mu_
+  bool janitor_stop_ GUARDED_BY(janitor_mu_) = false;
+  std::thread janitor_;  // started by StartJanitor after Open, joined by the destructor
+  void JanitorLoop() EXCLUDES(janitor_mu_);
   // Declared last: destroyed first, while everything it uses still exists.
   Renewer renewer_;
 

@@ -109,7 +109,7 @@ Lock::~Lock() {
 Status ClientImpl::SharedLock(const std::string& identity, const LockOptions& opts,
                               const std::function<std::shared_ptr<LockImpl>()>& make,
                               std::shared_ptr<LockImpl>* out) {
-  std::lock_guard<std::mutex> g(locks_mu_);
+  MutexLock g(locks_mu_);
   auto it = locks_.find(identity);
   if (it != locks_.end()) {
     if (std::shared_ptr<LockImpl> l = it->second.lock()) {
@@ -131,7 +131,7 @@ Status ClientImpl::SharedLock(const std::string& identity, const LockOptions& op
 
 void ClientImpl::ForgetLock(const std::string& identity, const LockImpl* l) {
   (void)l;
-  std::lock_guard<std::mutex> g(locks_mu_);
+  MutexLock g(locks_mu_);
   auto it = locks_.find(identity);
   // Only if no newer object has taken the entry meanwhile.
   if (it != locks_.end() && it->second.expired()) locks_.erase(it);

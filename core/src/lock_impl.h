@@ -190,8 +190,8 @@ class LockImpl final : private LockHost {
   void RememberLostLocked(const HolderId& next) REQUIRES(st_mu_);
   // Try, after it claimed the acquisition: frees what a hold that was lost
   // but not released still pins (its lease row if still ours, its
-  // transaction, its connections). op_mu_ held.
-  void DropLostHold();
+  // transaction, its connections).
+  void DropLostHold() REQUIRES(op_mu_);
   // Release (commit) and Abort (!commit): one level, or the whole hold.
   Status EndHold(LockCaller& me, bool commit);
   // Gives back n holds of generation gen (Close); the last one releases.
@@ -206,7 +206,7 @@ class LockImpl final : private LockHost {
     uint64_t gen;
     int n;
   };
-  void DropHold(const SharesBack* back = nullptr);
+  void DropHold(const SharesBack* back = nullptr) REQUIRES(op_mu_);
   // A hold whose session lives on an idle connection (a row lock): has the
   // server closed it? Then the hold is gone (the server rolled back): state
   // becomes LOST. st_mu_ held.
@@ -224,7 +224,7 @@ class LockImpl final : private LockHost {
   // that claimed the acquisition (acquiring_).
   std::unique_ptr<Scheme> scheme_;
 
-  std::mutex op_mu_;  // serialises Renew/Release/Rollback/Begin/Exec
+  Mutex op_mu_;  // serialises Renew/Release/Rollback/Begin/Exec
   mutable Mutex st_mu_;
   // State changes: acquired, released, lost, calls; waits on st_mu_.
   mutable std::condition_variable_any cv_;

@@ -111,7 +111,7 @@ Status ClientImpl::EnsureSchema() {
   Status s = GetConn(Clock::now() + std::chrono::seconds(opts_.connect_timeout_s), &conn);
   if (!s.ok()) return s;
   s = InitSchema(*conn);
-  std::lock_guard<std::mutex> g(rows_mu_);
+  MutexLock g(rows_mu_);
   known_rows_.clear();  // a dropped row table took its rows along
   return s;
 }
