@@ -5,6 +5,7 @@
 #include <random>
 
 #include "client_impl.h"
+#include "lease_ops.h"
 
 namespace dlock {
 
@@ -83,7 +84,7 @@ Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
   static const std::string kGuard = "dlock:cleanup";
   const std::string owner = NewOwner();
   LeaseAttempt a;
-  Status s = LeaseAcquire(kGuard, owner, 60000, Clock::now(), nullptr, &a);
+  Status s = LeaseAcquire(*this, kGuard, owner, 60000, Clock::now(), nullptr, &a);
   if (!s.ok()) return s;
   if (!a.won) return Status::OK();
   *ran = true;
@@ -114,7 +115,7 @@ Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
     }
   }  // the connection goes back before the guard's release needs one
   bool released = false, ours = false;
-  (void)LeaseRelease(kGuard, owner, nullptr, &released, &ours);
+  (void)LeaseRelease(*this, kGuard, owner, nullptr, &released, &ours);
   counters_.cleanup_runs.fetch_add(1);
   counters_.cleanup_deleted.fetch_add(*deleted);
   if (*deleted > 0) {

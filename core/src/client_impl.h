@@ -21,27 +21,11 @@
 #include "pool.h"
 #include "renewer.h"
 #include "retry.h"
+#include "shared_locks.h"
 #include "thread_annotations.h"
 #include "waiters.h"
 
 namespace dlock {
-
-// Brackets every attempt of a statement that may block (on each connection
-// the retries use), so that a cancel can end it at once by shutting its
-// socket: a lock's LockHost::EnterServerWait / LeaveServerWait (scheme.h).
-// enter returns false when the call was cancelled already (the statement
-// is not sent).
-struct ServerWait {
-  std::function<bool(Conn&)> enter;
-  std::function<void()> leave;
-};
-
-struct LeaseAttempt {
-  bool won = false;
-  uint64_t fence = 0;           // when won
-  int64_t remaining_us = 0;     // when busy: the holder's lease, by the DB clock
-  Clock::time_point sent_at{};  // when the winning statement was sent
-};
 
 // The lock tables (their statements: dialect.h's TableSql).
 // OK when table has the columns want (type prefixes); kState when it does
@@ -82,25 +66,6 @@ class ClientImpl {
   // one: the call's deadline, or connect_timeout from now if that is later.
   Clock::time_point RetryUntil(Clock::time_point deadline) const;
 
-  // Scheme 1, one statement each (defined in lease_scheme.cc, beside the
-  // statements), re-run on a fresh connection when the connection drops
-  // (they are idempotent for the same owner) and on 1213: RunIdempotent
-  // (retry.h).
-  // preferred: a connection the caller already holds (used first; the pool
-  // serves the retries), or nullptr.
-  // wait (may be null): brackets each attempt's statement (ServerWait).
-  Status LeaseAcquire(const std::string& key, const std::string& owner, int64_t ttl_ms,
-                      Clock::time_point deadline, Conn* preferred, LeaseAttempt* out,
-                      const std::function<bool()>& stop = nullptr,
-                      const ServerWait* wait = nullptr);
-  // *renewed: the row was ours and live by the DB clock, and is extended.
-  Status LeaseRenew(const std::string& key, const std::string& owner, int64_t ttl_ms,
-                    bool* renewed, Clock::time_point* sent_at);
-  // *released: our row was live and is now free; *ours: it was still ours
-  // (false = someone else's now).
-  Status LeaseRelease(const std::string& key, const std::string& owner, Conn* preferred,
-                      bool* released, bool* ours);
-
   // Creates the lock tables that are missing and checks the columns of
   // those that exist (Open does it too; this is for an open client, e.g.
   // after the tables were dropped). Forgets which lock rows it saw.
@@ -132,13 +97,8 @@ class ClientImpl {
   bool PopEvent(Clock::time_point deadline, Event* out) { return events_.Pop(deadline, out); }
   Renewer& renewer() { return renewer_; }
   // The lock objects of this client that share a hold (holder=thread,
-  // reentrant): *out is the live LockImpl for identity (mode and key), or
-  // make() a new one. kInvalid, naming the option, when the live one has
-  // other lock options.
-  Status SharedLock(const std::string& identity, const LockOptions& opts,
-                    const std::function<std::shared_ptr<LockImpl>()>& make,
-                    std::shared_ptr<LockImpl>* out) EXCLUDES(locks_mu_);
-  void ForgetLock(const std::string& identity, const LockImpl* l) EXCLUDES(locks_mu_);
+  // reentrant), by identity (mode and key): shared_locks.h.
+  SharedLocks& shared_locks() { return shared_locks_; }
   WaitQueues& waiters() { return waiters_; }
   // Wake-up names (GET_LOCK) are used unless the server is a Galera node.
   bool wakeup_supported() const { return !server_.galera; }
@@ -154,8 +114,7 @@ class ClientImpl {
   pid_t pid_;
   std::string host_;
   Statements sql_;
-  Mutex locks_mu_;
-  std::unordered_map<std::string, std::weak_ptr<LockImpl>> locks_ GUARDED_BY(locks_mu_);
+  SharedLocks shared_locks_;
   Mutex rows_mu_;
   std::unordered_set<std::string> known_rows_ GUARDED_BY(rows_mu_);
   Counters counters_;

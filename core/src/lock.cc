@@ -82,7 +82,7 @@ LockImpl::~LockImpl() {
     return;
   }
   // Every lock object sharing this lock has closed (Close: no call runs).
-  if (!identity_.empty()) c_->ForgetLock(identity_, this);
+  if (!identity_.empty()) c_->shared_locks().Forget(identity_);
   c_->renewer().Remove(this);
   MutexLock op(op_mu_);
   DropHold();

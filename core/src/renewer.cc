@@ -7,7 +7,6 @@
 #include <unordered_map>
 
 #include "client_impl.h"
-#include "lock_impl.h"
 
 namespace dlock {
 
@@ -49,7 +48,7 @@ Renewer::~Renewer() {
   }
 }
 
-void Renewer::Add(LockImpl* lock, const std::string& key, const std::string& owner,
+void Renewer::Add(RenewedLease* lock, const std::string& key, const std::string& owner,
                   int64_t ttl_ms, int64_t max_hold_ms, Clock::time_point acquired_at,
                   Clock::time_point deadline) {
   MutexLock g(mu_);
@@ -66,12 +65,12 @@ void Renewer::Add(LockImpl* lock, const std::string& key, const std::string& own
   cv_.notify_all();
 }
 
-void Renewer::Remove(LockImpl* lock) {
+void Renewer::Remove(RenewedLease* lock) {
   MutexLock g(mu_);
   entries_.erase(lock);
 }
 
-void Renewer::Renewed(LockImpl* lock, Clock::time_point sent, Clock::time_point deadline) {
+void Renewer::Renewed(RenewedLease* lock, Clock::time_point sent, Clock::time_point deadline) {
   MutexLock g(mu_);
   auto it = entries_.find(lock);
   if (it == entries_.end()) return;
@@ -180,7 +179,7 @@ void Renewer::Scan(Clock::time_point now, Batches* batches, Expired* expired,
   }
 }
 
-void Renewer::Lost(LockImpl* lock, const std::string& why) {
+void Renewer::Lost(RenewedLease* lock, const std::string& why) {
   Entry& e = entries_[lock];
   // Counted and reported once: by whoever turned the hold LOST (a renew
   // or release that found it lost may have been first).
