@@ -172,9 +172,11 @@ Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
     bool missing = false;
     int64_t poll_ms = kPollMinMs;
     for (bool first = true;; first = false) {
-      const std::string* sql = &TakeSql(deadline);
+      const std::string* sql = nullptr;
       bool poll = false;
-      if (by_session) {
+      if (!by_session) {
+        sql = &TakeSql(deadline);
+      } else {
         s = SessionTakeSql(*conn, deadline, first, &session_wait_s, &sql, &poll);
         if (!s.ok()) {
           rollback();
