@@ -124,7 +124,7 @@ Status Lock::Open(std::shared_ptr<Client> client, const std::string& key, const 
     ClientImpl* ci = client->impl();
     // A lease lock and a row lock of one key are two locks (two tables).
     const std::string id = std::string(kLockModeWords[static_cast<int>(opts.mode)]) + ':' + key;
-    s = ci->shared_locks().Get(id, opts, [&] { return std::make_shared<LockImpl>(client, key, opts, id); },
+    s = ci->shared_locks().Get(id, key, opts, [&] { return std::make_shared<LockImpl>(client, key, opts, id); },
                        &impl);
     if (!s.ok()) return s;
   } else {

@@ -6,21 +6,19 @@
 // differs is refused, naming the option.
 #include "shared_locks.h"
 
-#include "lock_impl.h"
-
 namespace dlock {
 
-Status SharedLocks::Get(const std::string& identity, const LockOptions& opts,
+Status SharedLocks::Get(const std::string& identity, const std::string& key, const LockOptions& opts,
                         const std::function<std::shared_ptr<LockImpl>()>& make,
                         std::shared_ptr<LockImpl>* out) {
   MutexLock g(mu_);
   auto it = locks_.find(identity);
   if (it != locks_.end()) {
-    if (std::shared_ptr<LockImpl> l = it->second.lock()) {
+    if (std::shared_ptr<LockImpl> l = it->second.lock.lock()) {
       std::string theirs, ours;
-      if (const OptionInfo* o = FirstDifference(l->options(), opts, &theirs, &ours))
+      if (const OptionInfo* o = FirstDifference(it->second.opts, opts, &theirs, &ours))
         return Status::Invalid(
-            "lock '" + QuoteKey(l->key()) + "' is already open on this client with " + o->name + "=" +
+            "lock '" + QuoteKey(key) + "' is already open on this client with " + o->name + "=" +
             QuoteKey(theirs) + ", and this object asks for " + o->name + "=" + QuoteKey(ours) +
             ": lock objects of one key share their hold (holder=thread), so they must agree on "
             "every lock option (or use holder=lock or reentrant=0 for a holder of its own)");
@@ -29,7 +27,7 @@ Status SharedLocks::Get(const std::string& identity, const LockOptions& opts,
     }
   }
   *out = make();
-  locks_[identity] = *out;
+  locks_[identity] = Entry{*out, opts};
   return Status::OK();
 }
 
@@ -37,7 +35,7 @@ void SharedLocks::Forget(const std::string& identity) {
   MutexLock g(mu_);
   auto it = locks_.find(identity);
   // Only if no newer object has taken the entry meanwhile.
-  if (it != locks_.end() && it->second.expired()) locks_.erase(it);
+  if (it != locks_.end() && it->second.lock.expired()) locks_.erase(it);
 }
 
 }  // namespace dlock

@@ -1,7 +1,8 @@
 // The lock objects of one client that share a hold (holder=thread,
 // reentrant): one LockImpl per identity (mode and key) while any object
-// uses it. Owned by the client; what it keeps are weak references, so a
-// lock that every object closed is gone.
+// uses it. Owned by the client; what it keeps are weak references (and the
+// options the lock was made with), so a lock that every object closed is
+// gone, and the registry never needs the lock's header.
 #ifndef DLOCK_CORE_SHARED_LOCKS_H_
 #define DLOCK_CORE_SHARED_LOCKS_H_
 
@@ -20,9 +21,9 @@ class LockImpl;
 
 class SharedLocks {
  public:
-  // *out is the live LockImpl for identity, or make() a new one. kInvalid,
-  // naming the option, when the live one has other lock options.
-  Status Get(const std::string& identity, const LockOptions& opts,
+  // *out is the live LockImpl for identity (of key), or make() a new one.
+  // kInvalid, naming the option, when the live one has other lock options.
+  Status Get(const std::string& identity, const std::string& key, const LockOptions& opts,
              const std::function<std::shared_ptr<LockImpl>()>& make,
              std::shared_ptr<LockImpl>* out) EXCLUDES(mu_);
   // The last object of identity closed (unless a newer one took its place).
@@ -30,7 +31,11 @@ class SharedLocks {
 
  private:
   Mutex mu_;
-  std::unordered_map<std::string, std::weak_ptr<LockImpl>> locks_ GUARDED_BY(mu_);
+  struct Entry {
+    std::weak_ptr<LockImpl> lock;
+    LockOptions opts;  // what it was made with
+  };
+  std::unordered_map<std::string, Entry> locks_ GUARDED_BY(mu_);
 };
 
 }  // namespace dlock
