@@ -61,6 +61,7 @@ void Renewer::Add(RenewedLease* lock, const std::string& key, const std::string&
   e.acquired_at = acquired_at;
   e.last_sent = deadline - std::chrono::milliseconds(ttl_ms);
   e.deadline = deadline;
+  preconnect_failed_ = false;  // a new lease: worth another try
   if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
   cv_.notify_all();
 }
@@ -87,6 +88,7 @@ Status Renewer::EnsureConn() {
   if (!s.ok()) return s;
   c->set_counter(client_->pool().sent_counter());
   conn_ = std::move(c);
+  conn_used_ = Clock::now();
   return Status::OK();
 }
 
@@ -229,6 +231,18 @@ void Renewer::Run() {
     for (auto& x : expired) Lost(x.first, x.second);
     if (batches.empty()) {
       if (!expired.empty()) continue;
+      // A lease to renew and no connection yet: connect now, not when the
+      // first renewal falls due. A connect is several round trips (TCP,
+      // login, session setup, server facts); paid at the tick, it came out
+      // of the ttl/3 the renewal has, and on a loaded machine each round
+      // trip can wait for a CPU. One try: if it fails, the tick retries.
+      if (!entries_.empty() && !conn_ && !preconnect_failed_) {
+        g.Unlock();
+        const Status s = EnsureConn();
+        g.Lock();
+        preconnect_failed_ = !s.ok();
+        continue;
+      }
       // No lease left to renew: the connection closes after pool_idle_ms,
       // as the pool's idle ones do.
       const int64_t idle_ms = client_->options().pool_idle_ms;
