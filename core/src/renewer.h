@@ -46,8 +46,9 @@ class Renewer {
       EXCLUDES(mu_);
   // After it returns, the renewer never touches lock again.
   void Remove(RenewedLease* lock) EXCLUDES(mu_);
-  // A manual renew succeeded: the next tick can wait.
-  void Renewed(RenewedLease* lock, Clock::time_point sent, Clock::time_point deadline) EXCLUDES(mu_);
+  // A manual renew succeeded (deadline: the lock's new one): the next tick
+  // can wait.
+  void Renewed(RenewedLease* lock, Clock::time_point deadline) EXCLUDES(mu_);
 
  private:
   struct Entry {
