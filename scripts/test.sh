@@ -90,7 +90,7 @@ if [ -f pyproject.toml ]; then
   "$venv/bin/python" -m pytest -q tests/python || failed+=("pytest")
 fi
 
-section "Go binding (go vet, go test -race)"
+section "Go binding (go vet, go test -race, go get from a fresh module)"
 bindings/go/run-tests.sh build || failed+=("go test")
 
 # Java's interop test takes a lock in Java and checks that C, another JVM,

@@ -19,7 +19,7 @@
 # DLOCK_URL: use this server instead of starting a throwaway one.
 # DLOCK_GO_BENCH=1: also run the benchmarks: uncontended acquire+release, Go vs
 # the C API in the same run (median ratio), and the binding's cost per call.
-# Cost: cgo compiles the core (~1 min of CPU, its files one after another)
+# Cost: cgo compiles the core (~40 s of CPU, in two packages built in parallel)
 # once per kind of build -- go test -race, a plain build (the example), and
 # the module fetched by test-go-get.sh -- and Go's build cache keeps them:
 # a rerun with unchanged sources recompiles nothing.

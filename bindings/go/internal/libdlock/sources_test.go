@@ -24,8 +24,8 @@ func read(t *testing.T, path string) string {
 }
 
 // Every source file the CMake build compiles into libdlock (dlock_core's and
-// the shared library's) has its .cc here, and each .cc here includes one of
-// them: a file added to core/CMakeLists.txt and not here would leave the Go
+// the shared library's) has its .cc in locking/ or support/, and each of
+// those includes one of them: a file added to core/CMakeLists.txt and not here would leave the Go
 // program with undefined symbols at link time, far from the cause.
 func TestSourcesMatchCMake(t *testing.T) {
 	src := regexp.MustCompile(`(?m)^\s*(?:add_library\(\S+ \S+ )?src/(\w+)\.cc`)
@@ -39,11 +39,11 @@ func TestSourcesMatchCMake(t *testing.T) {
 	if len(want) < 10 {
 		t.Fatalf("found only %d sources in the CMake files: %v (did their layout change?)", len(want), want)
 	}
-	stubs, err := filepath.Glob("*.cc")
+	stubs, err := filepath.Glob("*/*.cc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	inc := regexp.MustCompile(`(?m)^#include "\.\./\.\./\.\./\.\./([\w/]+\.cc)"$`)
+	inc := regexp.MustCompile(`(?m)^#include "\.\./\.\./\.\./\.\./\.\./([\w/]+\.cc)"$`)
 	var got []string
 	for _, stub := range stubs {
 		b, err := os.ReadFile(stub)
@@ -61,7 +61,7 @@ func TestSourcesMatchCMake(t *testing.T) {
 	sort.Strings(got)
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("the .cc files here include\n  %v\nbut the CMake build compiles\n  %v\n"+
-			"(add or remove a file like core_lock.cc)", got, want)
+			"(add or remove a file like locking/core_lock.cc)", got, want)
 	}
 }
 
