@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -552,35 +553,6 @@ bool ShowableParamName(const std::string& s) {
   return true;
 }
 
-// Every unknown parameter of one URL, for one message that names them all.
-class UnknownParams {
- public:
-  // after_password: right after password=, where a raw '&' in the password
-  // would have put the password's tail.
-  void Add(const std::string& name, bool after_password) {
-    if (!after_password && ShowableParamName(name)) {
-      if (shown_++ > 0) names_ += ", ";
-      names_ += "'" + name + "'";
-    } else {
-      ++hidden_;
-    }
-  }
-  Status Result(const char* form) const {
-    if (shown_ == 0 && hidden_ == 0) return Status::OK();
-    std::string msg = std::string(form) + ": unknown parameter" +
-                      (shown_ + hidden_ > 1 ? "s " : " ") + names_;
-    if (hidden_ > 0)
-      msg += std::string(shown_ > 0 ? " and " : "") + std::to_string(hidden_) +
-             " not shown (a name with a digit or a sign, or right after password=, may be a "
-             "password: a '&' in a password is written %26)";
-    return Status::Invalid(msg + "; dlock.h lists the parameters dlock reads and ignores");
-  }
-
- private:
-  std::string names_;
-  int shown_ = 0, hidden_ = 0;
-};
-
 // What a driver's parameter becomes.
 enum class Take {
   kIgnore,           // shapes only the application's own connection or results
@@ -706,6 +678,89 @@ const DriverParam* FindJdbcParam(const std::string& name) {
   return nullptr;
 }
 
+// Levenshtein distance, ignoring case, cut off above 3.
+int Distance(const std::string& a, const std::string& b) {
+  if (a.size() > 48 || b.size() > 48) return 99;
+  const std::string x = Lower(a), y = Lower(b);
+  std::vector<int> row(y.size() + 1);
+  for (size_t j = 0; j <= y.size(); ++j) row[j] = static_cast<int>(j);
+  for (size_t i = 1; i <= x.size(); ++i) {
+    int diag = row[0];
+    row[0] = static_cast<int>(i);
+    for (size_t j = 1; j <= y.size(); ++j) {
+      const int up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (x[i - 1] == y[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[y.size()];
+}
+
+// The known name (the driver's or dlock's) within two edits of name, or
+// nullptr.
+const char* NearName(const std::string& name, bool jdbc) {
+  const char* best = nullptr;
+  int best_d = 3;
+  auto consider = [&](const char* known) {
+    const int d = Distance(name, known);
+    if (d < best_d) best = known, best_d = d;
+  };
+  if (jdbc) {
+    for (const DriverParam& p : kJdbcParams) consider(p.name);
+    consider("password");
+  } else {
+    for (const DriverParam& p : kGoParams) consider(p.name);
+  }
+  size_t n = 0;
+  const OptionInfo* options = Options(&n);
+  for (size_t i = 0; i < n; ++i)
+    if (options[i].kind == OptionKind::kClient) consider(options[i].name);
+  return best;
+}
+
+// Every unknown parameter of one URL, for one message that names them all.
+// A name is shown when it cannot be the password typed in the wrong place:
+// the URL has its password where it belongs (the name is then no password,
+// unless it follows password=, where a raw '&' in the password cuts its tail
+// off as a name), or the name is a near miss of a known one. A name with a
+// digit or a sign (but '_', '.', '-') is never shown.
+class UnknownParams {
+ public:
+  explicit UnknownParams(bool jdbc) : jdbc_(jdbc) {}
+  void Add(const std::string& name, bool after_password) {
+    names_.push_back({name, after_password});
+  }
+  Status Result(bool password_in_place) const {
+    if (names_.empty()) return Status::OK();
+    std::string shown;
+    int hidden = 0;
+    for (const auto& n : names_) {
+      const char* near = ShowableParamName(n.first) ? NearName(n.first, jdbc_) : nullptr;
+      if (ShowableParamName(n.first) && !n.second && (password_in_place || near != nullptr)) {
+        shown += std::string(shown.empty() ? "" : ", ") + "'" + n.first + "'";
+        if (near != nullptr) shown += std::string(" (") + near + "?)";
+      } else {
+        ++hidden;
+      }
+    }
+    std::string msg = std::string(jdbc_ ? "JDBC URL" : "DSN") + ": ";
+    if (!shown.empty())
+      msg += std::string("unknown parameter") + (names_.size() > 1 ? "s " : " ") + shown +
+             (hidden > 0 ? " and " + std::to_string(hidden) + " more" : "");
+    else
+      msg += std::to_string(hidden) + " unknown parameter" + (hidden > 1 ? "s" : "");
+    if (hidden > 0)
+      msg += ", not shown: a name with a digit or a sign, one after password= or any in a URL "
+             "without a password may be the password in the wrong place (a '&' in a password "
+             "is written %26)";
+    return Status::Invalid(msg + "; dlock.h lists the parameters dlock reads and ignores");
+  }
+
+ private:
+  bool jdbc_;
+  std::vector<std::pair<std::string, bool>> names_;
+};
+
 // A Go duration ("5s", "1m30s", "1.5h", "500ms", "0") in whole seconds,
 // rounded up. False when it is not one, is negative or longer than ten
 // years (time.ParseDuration's grammar, without the sign).
@@ -778,7 +833,7 @@ Status SetSeconds(const std::string& param, const char* option, int64_t secs, Cl
 Status MsSeconds(const std::string& param, const std::string& value, int64_t* secs) {
   int64_t ms = 0;
   Status s = ParseInt(value, 0, std::numeric_limits<int32_t>::max(), param.c_str(), &ms);
-  if (!s.ok()) return Status::Invalid(s.message() + " (milliseconds)");
+  if (!s.ok()) return Status::Invalid("JDBC parameter " + s.message() + " (milliseconds)");
   *secs = (ms + 999) / 1000;
   return Status::OK();
 }
@@ -810,7 +865,7 @@ Status ApplyOwn(const OwnOptions& own, ClientOptions* o) {
 // go-sql-driver's ?k=v&...: names taken as they are, values query-unescaped.
 Status ApplyGoParams(const std::string& query, ClientOptions* o) {
   Status s;
-  UnknownParams unknown;
+  UnknownParams unknown(false);
   OwnOptions own;
   size_t pos = 0;
   while (pos < query.size()) {
@@ -822,7 +877,8 @@ Status ApplyGoParams(const std::string& query, ClientOptions* o) {
     const size_t eq = kv.find('=');
     const std::string key = kv.substr(0, eq);
     if (eq == std::string::npos) {
-      if (ShowableParamName(key)) return Status::Invalid("DSN parameter '" + key + "' has no value");
+      if (IsClientKey(key) || FindGoParam(key) != nullptr)
+        return Status::Invalid("DSN parameter '" + key + "' has no value");
       return Status::Invalid("DSN: a parameter after '?' has no '=' (parameters are name=value, "
                              "joined by '&')");
     }
@@ -863,7 +919,7 @@ Status ApplyGoParams(const std::string& query, ClientOptions* o) {
     }
     if (!s.ok()) return s;
   }
-  if (!(s = unknown.Result("DSN")).ok()) return s;
+  if (!(s = unknown.Result(!o->password.empty())).ok()) return s;
   return ApplyOwn(own, o);
 }
 
@@ -997,7 +1053,7 @@ Status JdbcBool(const std::string& key, const std::string& value, int* out) {
 // JDBC's ?k=v&...: names and values form-decoded ('+' is a space).
 Status ApplyJdbcParams(const std::string& query, bool mariadb, ClientOptions* o) {
   Status s;
-  UnknownParams unknown;
+  UnknownParams unknown(true);
   OwnOptions own;
   JdbcTls tls;
   const bool user_in_authority = !o->user.empty(), password_in_authority = !o->password.empty();
@@ -1032,7 +1088,7 @@ Status ApplyJdbcParams(const std::string& query, bool mariadb, ClientOptions* o)
                              "password=... (dlock reads one password=, its value %-encoded; "
                              "password1..3 are not supported)");
     if (eq == std::string::npos) {
-      if (!follows_password && ShowableParamName(key))
+      if (IsClientKey(key) || FindJdbcParam(key) != nullptr)
         return Status::Invalid("JDBC URL parameter '" + key + "' has no value");
       return Status::Invalid("JDBC URL: a parameter after '?' has no '=' (parameters are "
                              "name=value, joined by '&'; a '&' in the password is written %26)");
@@ -1095,7 +1151,7 @@ Status ApplyJdbcParams(const std::string& query, bool mariadb, ClientOptions* o)
     }
     if (!s.ok()) return s;
   }
-  if (!(s = unknown.Result("JDBC URL")).ok()) return s;
+  if (!(s = unknown.Result(!o->password.empty())).ok()) return s;
   tls.Resolve(mariadb, o);
   return ApplyOwn(own, o);
 }
@@ -1178,6 +1234,54 @@ Status ParseUrl(const std::string& url, ClientOptions* out) {
     if (env != nullptr) o.password = env;
   }
   *out = std::move(o);
+  return Status::OK();
+}
+
+Status UrlWithoutPasswordText(const std::string& url, std::string* out) {
+  out->clear();
+  ClientOptions o;
+  Status s = ParseUrl(url, &o);
+  if (!s.ok()) return s;
+  const bool jdbc = StartsWith(Lower(url.substr(0, 5)), "jdbc:");
+  if (!jdbc && !StartsWith(url, "mysql://") && !StartsWith(url, "mariadb://")) {
+    // A DSN: the user part ends at the last '@' before the last '/', the
+    // user name at its first ':'.
+    const size_t slash = url.rfind('/');
+    const size_t at = url.substr(0, slash).rfind('@');
+    const size_t colon = url.find(':');
+    *out = at != std::string::npos && colon < at ? url.substr(0, colon) + url.substr(at) : url;
+    return Status::OK();
+  }
+  // Split as the parser does: the authority ends at the first '/', the user
+  // part at its last '@', the user name at the first ':' of that.
+  const size_t scheme_end = url.find("://") + 3;
+  const size_t slash = url.find('/', scheme_end);
+  const std::string authority = url.substr(scheme_end, slash - scheme_end);
+  const size_t at = authority.rfind('@');
+  std::string result = url;
+  if (at != std::string::npos) {
+    const std::string user = authority.substr(0, std::min(authority.find(':'), at));
+    result = url.substr(0, scheme_end) + user + authority.substr(at) + url.substr(slash);
+  }
+  const size_t q = result.find('?');
+  if (jdbc && q != std::string::npos) {
+    // ...and JDBC's password= parameter goes.
+    const std::string query = result.substr(q + 1);
+    std::string kept;
+    size_t pos = 0;
+    while (pos <= query.size()) {
+      size_t amp = query.find('&', pos);
+      if (amp == std::string::npos) amp = query.size();
+      const std::string kv = query.substr(pos, amp - pos);
+      std::string key;
+      if (!kv.empty() && !(FormDecode(kv.substr(0, kv.find('=')), "name", &key).ok() &&
+                           Lower(key) == "password"))
+        kept += (kept.empty() ? "" : "&") + kv;
+      pos = amp + 1;
+    }
+    result = result.substr(0, q) + (kept.empty() ? "" : "?" + kept);
+  }
+  *out = result;
   return Status::OK();
 }
 
