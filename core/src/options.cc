@@ -1180,6 +1180,21 @@ Status ParseJdbcUrl(const std::string& url, ClientOptions* out) {
   const size_t q = rest.find('?');
   std::string main = rest.substr(0, q);
   const std::string query = q == std::string::npos ? "" : rest.substr(q + 1);
+  // user:12/pw@host or user:12?pw@host, as for mysql://: a raw '/' or '?'
+  // in a password that starts like a port cut the authority short, and the
+  // password's tail went into the database or the parameters. An '@' in a
+  // parameter's value with no '/' after it stays allowed (user=admin@server).
+  const size_t cut = rest.find_first_of("/?");
+  if (cut != std::string::npos && rest.find('@') > cut &&
+      rest.substr(0, cut).find(':') != std::string::npos) {
+    const size_t at_in_query = query.find('@');
+    if (main.find('@', cut) != std::string::npos ||
+        (at_in_query != std::string::npos && query.find('/', at_in_query) != std::string::npos))
+      return Status::Invalid(
+          "JDBC URL: an '@' after the '/' or '?' that follows host:port: if what follows the ':' "
+          "is a password holding '/' or '?', percent-encode them (%2F, %3F); an '@' in a "
+          "database name or a path in a parameter's value is written %40");
+  }
   const std::string authority = main.substr(0, main.find('/'));
   const std::string hosts = authority.substr(authority.rfind('@') == std::string::npos ? 0 : authority.rfind('@') + 1);
   if (hosts.find(',') != std::string::npos)
