@@ -266,8 +266,12 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv, argv + argc);
   // Whatever might hold a password is known before the first message.
   if (const char* env = std::getenv("DLOCK_URL")) NoteSecrets(env);
-  for (const auto& a : args)
+  for (const auto& a : args) {
     if (a.find("://") != std::string::npos) NoteSecrets(a.substr(a.find('=') < a.find("://") ? a.find('=') + 1 : 0));
+    // A go-sql-driver DSN (user:password@tcp(host)/db) has no scheme.
+    else if (a.find('@') != std::string::npos)
+      NoteSecrets(a.compare(0, 2, "--") == 0 && a.find('=') != std::string::npos ? a.substr(a.find('=') + 1) : a);
+  }
 
   CLI::App app{"dlock: distributed locks on MySQL/MariaDB; run a command under a lock, like flock(1)"
                " across hosts, and inspect or repair the lock tables.",
