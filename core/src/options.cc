@@ -923,6 +923,12 @@ Status ApplyGoParams(const std::string& query, ClientOptions* o) {
   return ApplyOwn(own, o);
 }
 
+// Connector/C takes the host "localhost" as its default unix socket and
+// ignores the port; a DSN's tcp(localhost:3306) and a JDBC URL mean TCP.
+void TcpMeansTcp(ClientOptions* o) {
+  if (o->socket.empty() && Lower(o->host) == "localhost") o->host = "127.0.0.1";
+}
+
 // [user[:password]@][tcp[(address)]|unix[(path)]]/database[?params], as
 // go-sql-driver reads it: the database follows the last '/', the user part
 // ends at the last '@' before it, the user name at its first ':'; user and
@@ -1018,6 +1024,7 @@ Status ParseGoDsn(const std::string& dsn, ClientOptions* out) {
   if (o.database.find('/') != std::string::npos || o.database.find('`') != std::string::npos)
     return Status::Invalid("DSN database name contains '/' or '`'");
   if (q != std::string::npos && !(s = ApplyGoParams(tail.substr(q + 1), &o)).ok()) return s;
+  TcpMeansTcp(&o);
   *out = std::move(o);
   return Status::OK();
 }
@@ -1208,6 +1215,7 @@ Status ParseJdbcUrl(const std::string& url, ClientOptions* out) {
   Status s = ParseMysqlUrl(main, &o);
   if (!s.ok()) return s;
   if (!(s = ApplyJdbcParams(query, mariadb, &o)).ok()) return s;
+  TcpMeansTcp(&o);  // Connector/J always connects by TCP
   *out = std::move(o);
   return Status::OK();
 }

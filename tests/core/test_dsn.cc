@@ -97,6 +97,11 @@ TEST_CASE("DSN: user, password, address, database") {
   o = Parsed("u@tcp(::1)/d");  // bare, as go-sql-driver reads it
   CHECK(o.host == "::1");
   CHECK(o.port == 3306u);
+  o = Parsed("u@tcp(localhost:3307)/d");  // TCP, not Connector/C's "localhost" socket
+  CHECK(o.host == "127.0.0.1");
+  CHECK(o.port == 3307u);
+  CHECK(Parsed("jdbc:mysql://localhost/d").host == "127.0.0.1");
+  CHECK(Parsed("mysql://localhost/d").host == "localhost");  // mysql:// keeps Connector/C's meaning
   o = Parsed("u@tcp4(h:1)/d");
   CHECK(o.host == "h");
   CHECK(o.port == 1u);
