@@ -1260,6 +1260,15 @@ Status ParseUrl(const std::string& url, ClientOptions* out) {
   return Status::OK();
 }
 
+std::vector<std::string> DriverParamNames(bool jdbc) {
+  std::vector<std::string> names;
+  if (jdbc)
+    for (const DriverParam& p : kJdbcParams) names.push_back(p.name);
+  else
+    for (const DriverParam& p : kGoParams) names.push_back(p.name);
+  return names;
+}
+
 Status UrlWithoutPasswordText(const std::string& url, std::string* out) {
   out->clear();
   ClientOptions o;

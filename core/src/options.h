@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dlock/core.hpp"
 #include "option_table.h"
@@ -80,6 +81,9 @@ const OptionInfo* FirstDifference(const LockOptions& a, const LockOptions& b, st
 // or a jdbc:mysql:// / jdbc:mariadb:// URL; then DLOCK_PASSWORD fills in a
 // missing password.
 Status ParseUrl(const std::string& url, ClientOptions* out);
+// The parameters of a go-sql-driver DSN (jdbc false) or a JDBC URL that
+// ParseUrl reads or ignores (dlock.h lists them; core_unit checks that).
+std::vector<std::string> DriverParamNames(bool jdbc);
 // url, in any form ParseUrl reads, with its password taken out; empty and
 // the parse error when it does not parse.
 Status UrlWithoutPasswordText(const std::string& url, std::string* out);

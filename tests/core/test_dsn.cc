@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -489,4 +491,27 @@ TEST_CASE("DSN and JDBC: 20,000 typo'd settings never show their password") {
   CHECK(leaks == 0);
   MESSAGE(refused, " of 20000 refused, ", leaks, " leaked");
   CHECK(refused > 5000);
+}
+
+TEST_CASE("dlock.h names every DSN and JDBC parameter dlock reads or ignores") {
+  std::ifstream in(DLOCK_C_HEADER);
+  REQUIRE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string header = text.str();
+  const size_t from = header.find("a go-sql-driver DSN");
+  const size_t to = header.find("DLOCK_EXPORT int dlock_client_open");
+  REQUIRE(from != std::string::npos);
+  REQUIRE(to > from);
+  // As a word of the comment: spaces, or the line's " * ", around it.
+  std::string doc = " " + header.substr(from, to - from) + " ";
+  for (char& c : doc)
+    if (c == '\n' || c == '*' || c == ',' || c == '(' || c == ')' || c == '.' || c == '=') c = ' ';
+  for (bool jdbc : {false, true}) {
+    for (const std::string& name : dlock::DriverParamNames(jdbc)) {
+      const std::string what = std::string(jdbc ? "JDBC " : "DSN ") + name;
+      INFO(what);
+      CHECK(doc.find(" " + name + " ") != std::string::npos);
+    }
+  }
 }
