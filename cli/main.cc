@@ -32,7 +32,9 @@ std::string ExitCodeHelp() {
        "\nEnvironment: DLOCK_URL (the database, instead of --url), DLOCK_PASSWORD (the password,\n"
        "kept out of ps). CMD gets DLOCK_KEY, DLOCK_OWNER and DLOCK_TOKEN (the fencing token), and\n"
        "neither DLOCK_PASSWORD nor the URL's password.\n"
-       "URL: mysql://user[:password]@host[:port]/database[?table=...&row_table=...&...]\n";
+       "URL: mysql://user[:password]@host[:port]/database[?table=...&row_table=...&...], or as\n"
+       "your services have it: user:password@tcp(host:3306)/database?... (go-sql-driver) or\n"
+       "jdbc:mysql://host:3306/database?user=...&password=... (see dlock.h).\n";
   return s;
 }
 
