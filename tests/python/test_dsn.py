@@ -60,3 +60,12 @@ def test_unknown_parameters_are_named_and_a_password_never() -> None:
     with pytest.raises(dlock.ConnectionError) as e:
         dlock.connect(f"app:{secret}@tcp(127.0.0.1:1)/db", connect_timeout=1)
     assert "S3cret" not in str(e.value) and "S3cret" not in repr(e.value)
+
+
+def test_repr_shows_where_but_never_the_password() -> None:
+    from dlock import _convert
+
+    assert _convert.redact("app:s3c/r@t@tcp(db:3306)/app?timeout=5s") == "app@tcp(db:3306)/app"
+    assert _convert.redact("/app") == "/app"
+    assert _convert.redact("jdbc:mysql://db:3306/app?user=app&password=s3cret") == "jdbc:mysql://db:3306/app"
+    assert _convert.redact("jdbc:mariadb://app:s3cret@db/app") == "jdbc:mariadb://app@db/app"
