@@ -93,23 +93,7 @@ Status DescribeSchema(const std::string& url, SchemaSql* out) {
 }
 
 Status UrlWithoutPassword(const std::string& url, std::string* out) {
-  out->clear();
-  ClientOptions o;
-  Status s = ParseUrl(url, &o);
-  if (!s.ok()) return s;
-  // Split as ParseUrl does: the authority ends at the first '/', the user
-  // part at its last '@', the user name at the first ':' of that.
-  const size_t scheme_end = url.find("://") + 3;
-  const size_t slash = url.find('/', scheme_end);
-  const std::string authority = url.substr(scheme_end, slash - scheme_end);
-  const size_t at = authority.rfind('@');
-  if (at == std::string::npos) {
-    *out = url;
-    return Status::OK();
-  }
-  const std::string user = authority.substr(0, std::min(authority.find(':'), at));
-  *out = url.substr(0, scheme_end) + user + authority.substr(at) + url.substr(slash);
-  return Status::OK();
+  return UrlWithoutPasswordText(url, out);
 }
 
 Admin::Admin(std::unique_ptr<AdminImpl> impl) : impl_(std::move(impl)) {}
