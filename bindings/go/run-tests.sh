@@ -109,7 +109,8 @@ if [ -n "${1:-}" ]; then
         grep -q '^released$'); then
     echo "go-tests: -tags dlock_system: vet, build and a lock with $libdir/libdlock.so.1"
   else
-    echo "go-tests: FAIL: -tags dlock_system" >&2
+    echo "go-tests: FAIL: -tags dlock_system (the program's libraries, with $libdir:)" >&2
+    LD_LIBRARY_PATH="$libdir" ldd "$tmp/hold-system" >&2 || true
     status=1
   fi
 else

@@ -30,6 +30,10 @@ cache=$(cd "$cache" && pwd)
 export GOCACHE=${GOCACHE:-$cache/go-cache}
 export GOMODCACHE=$cache/go-get-modcache GOFLAGS="-mod=mod -modcacherw"
 export GOPROXY=direct GOPRIVATE=github.com/dlock GOSUMDB=off
+# Each run serves new content under the same version, which a real module
+# never does: the go command keeps an index of a module-cache package's files
+# in GOCACHE, keyed by its path@version, and would list last run's files.
+export GODEBUG=goindex=0
 version=$(sed -n 's/^project(dlock VERSION \([0-9][0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
 [ -n "$version" ] || { echo "go-get: no version in CMakeLists.txt" >&2; exit 1; }
 
