@@ -15,7 +15,7 @@ import pytest
 
 import dlock
 
-from conftest import RUN, Cluster
+from galera_util import RUN, Cluster
 
 CONTEND_SECONDS = 4.0
 
