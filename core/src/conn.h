@@ -44,6 +44,10 @@ struct ServerInfo {
   bool read_only = false;
   bool galera = false;
   std::string version;
+  // Empty when the server can take locks; else why not, e.g.
+  // "read_only=ON" or, on Galera, "wsrep_cluster_status=non-Primary"
+  // (a node that lost quorum still answers SELECT 1).
+  std::string unhealthy;
 };
 
 // Errors after which the connection is unusable.
@@ -68,6 +72,9 @@ class SqlConn {
 
 class Conn : public SqlConn {
  public:
+  // With several nodes in opts (a multi-host URL): the first healthy one
+  // (ServerInfo::unhealthy empty), nodes that failed in the last seconds
+  // tried last; when none is, the error names each node's reason.
   static Status Connect(const ClientOptions& opts, std::unique_ptr<Conn>* out);
   ~Conn();
   Conn(const Conn&) = delete;
@@ -133,6 +140,10 @@ class Conn : public SqlConn {
   }
   Status Fail(const char* what, unsigned err, const char* msg);
   Status ReadServerInfo();
+  // Galera only: wsrep_ready, wsrep_cluster_status, Synced (-> unhealthy).
+  Status ReadGaleraHealth();
+  // One address: opts.host/opts.port (or opts.socket).
+  static Status ConnectNode(const ClientOptions& opts, std::unique_ptr<Conn>* out);
 
   MYSQL* m_;
   int fd_ = -1;  // the socket, read once: Abort() runs on other threads
@@ -143,6 +154,7 @@ class Conn : public SqlConn {
   std::atomic<uint64_t>* sent_ = nullptr;
   ServerInfo server_;
   std::string where_;
+  std::string node_;  // host:port, for the multi-host memo of failed nodes
   std::unordered_map<std::string, MYSQL_STMT*> stmts_;
 };
 
