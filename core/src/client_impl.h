@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -106,6 +107,12 @@ Status EnsureTables(Conn& conn, const ClientOptions& opts);
 // acquisitions within one epoch to reach the next; after 8192 re-creations
 // tokens are still below 2^53, exact as a double).
 constexpr uint64_t kFenceEpoch = uint64_t{1} << 40;
+
+// On Galera any node's death stalls every write for ~6 s (research: 5.6-6.4 s
+// after a SIGKILL, evs.suspect_timeout 5 s + the view change): below these,
+// a TOPOLOGY warning (client open, first lock with such a ttl) and doctor.
+constexpr int64_t kGaleraMinTtlMs = 15000;
+constexpr int kGaleraMinReadTimeoutS = 10;
 // Moves the floor to the next epoch; run before the lease table is created
 // again (schema.cc).
 std::string FenceEpochSql(const ClientOptions& opts);
@@ -194,6 +201,9 @@ class ClientImpl {
   WaitQueues& waiters() { return waiters_; }
   // Wake-up names (GET_LOCK) are used unless the server is a Galera node.
   bool wakeup_supported() const { return !server_.galera; }
+  // On Galera, a TOPOLOGY warning (once per client) for a lease ttl that
+  // cannot ride out the ~6 s write stall of a node's death (under 15 s).
+  void CheckTtlForTopology(const LockOptions& lock, const std::string& key);
 
  private:
   ClientImpl(ClientOptions opts, LockOptions lock_defaults);
@@ -203,6 +213,7 @@ class ClientImpl {
   LockOptions lock_defaults_;
   Pool pool_;
   ServerInfo server_;
+  std::atomic<bool> warned_short_ttl_{false};
   pid_t pid_;
   std::string host_;
   LeaseSql lease_sql_;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -350,7 +351,7 @@ Status Conn::ReadGaleraHealth() {
   const char* sql =
       "SELECT @@session.wsrep_on, VARIABLE_NAME, VARIABLE_VALUE FROM "
       "information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN "
-      "('WSREP_READY','WSREP_CLUSTER_STATUS','WSREP_LOCAL_STATE_COMMENT')";
+      "('WSREP_READY','WSREP_CLUSTER_STATUS','WSREP_LOCAL_STATE_COMMENT','WSREP_CLUSTER_SIZE')";
   if (mysql_real_query(m_, sql, std::strlen(sql)) != 0)
     return Fail("reading the Galera node's state", mysql_errno(m_), mysql_error(m_));
   MYSQL_RES* res = mysql_store_result(m_);
@@ -361,6 +362,7 @@ Status Conn::ReadGaleraHealth() {
     std::string name = row[1] ? row[1] : "", value = row[2] ? row[2] : "";
     if (strcasecmp(name.c_str(), "WSREP_READY") == 0) ready = value;
     else if (strcasecmp(name.c_str(), "WSREP_CLUSTER_STATUS") == 0) status = value;
+    else if (strcasecmp(name.c_str(), "WSREP_CLUSTER_SIZE") == 0) server_.cluster_size = std::atoi(value.c_str());
     else state = value;
   }
   mysql_free_result(res);

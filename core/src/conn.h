@@ -48,6 +48,7 @@ struct ServerInfo {
   // "read_only=ON" or, on Galera, "wsrep_cluster_status=non-Primary"
   // (a node that lost quorum still answers SELECT 1).
   std::string unhealthy;
+  int cluster_size = 0;  // Galera: wsrep_cluster_size
 };
 
 // Errors after which the connection is unusable.
@@ -129,6 +130,8 @@ class Conn : public SqlConn {
   // Counts every statement sent (for the client's counters).
   void set_counter(std::atomic<uint64_t>* c) { sent_ = c; }
   const ServerInfo& server() const { return server_; }
+  // "host:port/db" of the node this connection went to.
+  const std::string& where() const { return where_; }
 
  private:
   explicit Conn(MYSQL* m);

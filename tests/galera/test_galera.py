@@ -7,6 +7,8 @@ SST), so each test starts from a Synced cluster of 3."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import threading
 import time
 from typing import Dict, List, Tuple
@@ -15,9 +17,16 @@ import pytest
 
 import dlock
 
-from galera_util import RUN, Cluster
+from galera_util import REPO, RUN, Cluster
 
 CONTEND_SECONDS = 4.0
+
+
+def wait_for(cond, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, f"timed out after {timeout} s waiting for {what}"
+        time.sleep(0.05)
 
 
 def cert_conflicts(cluster: Cluster) -> Dict[str, int]:
@@ -311,3 +320,81 @@ def test_holder_node_killed_multi_url_keeps_renewing(cluster: Cluster, key: str,
     finally:
         holder.close()
         contender.close()
+
+
+def topology_events(client) -> List[str]:
+    return [ev.message for ev in client.events(timeout=0.2) if ev.type == dlock.EventType.TOPOLOGY]
+
+
+def test_short_ttl_and_read_timeout_are_warned_on_galera(cluster: Cluster, key: str) -> None:
+    """A node's death stalls every write ~6 s: a read timeout under 10 s
+    (at open) and a lease ttl under 15 s (once per client) raise a TOPOLOGY
+    warning; the defaults raise none."""
+    c = dlock.connect(cluster.url(1, read_timeout=5), log_events=False)
+    try:
+        lk = c.lock(key, ttl=6)
+        lk2 = c.lock(key + ":2", ttl=5)
+        msgs = topology_events(c)
+        assert len(msgs) == 2, msgs
+        assert "read_timeout is 5 s on Galera" in msgs[0]
+        assert "ttl 6000 ms on Galera" in msgs[1]
+        del lk, lk2
+    finally:
+        c.close()
+    c = dlock.connect(cluster.url(2), log_events=False)
+    try:
+        with c.lock(key, ttl=15, wait=3):
+            pass
+        assert topology_events(c) == []
+    finally:
+        c.close()
+
+
+def test_multi_url_skips_unreachable_and_unhealthy_nodes(cluster: Cluster, key: str) -> None:
+    """Connections go to the first healthy node: an address nobody listens
+    on is skipped, and so is a node that is not Synced (node 1 desynced by
+    wsrep_desync=ON answers queries, but is not a node to lock on)."""
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    dead = s.getsockname()[1]
+    s.close()  # nobody listens there now
+    admin = cluster.connect(1, sync_wait=0)
+    try:
+        with admin.cursor() as cur:
+            cur.execute("SET GLOBAL wsrep_desync = ON")
+        wait_for(lambda: cluster.status(1, "wsrep_local_state_comment") != "Synced", 10,
+                 "node 1 to leave Synced")
+        before = sessions_on(cluster, 1)
+        url = f"mysql://root@127.0.0.1:{dead},127.0.0.1:{cluster.port(1)},127.0.0.1:{cluster.port(2)}/test"
+        c = dlock.connect(url)
+        try:
+            with c.lock(key, ttl=15, wait=3) as held:
+                assert held.token >= 1
+            assert sessions_on(cluster, 2) >= 1
+            assert sessions_on(cluster, 1) == before, "a lock session stayed on the desynced node"
+        finally:
+            c.close()
+        with pytest.raises(dlock.ConnectionError) as e:
+            dlock.connect(f"mysql://root@127.0.0.1:{dead},127.0.0.1:{cluster.port(1)}/test")
+        msg = str(e.value)
+        assert "no healthy node" in msg and "not Synced" in msg, msg
+    finally:
+        with admin.cursor() as cur:
+            cur.execute("SET GLOBAL wsrep_desync = OFF")
+        admin.close()
+        cluster.wait_size(1, 3)
+
+
+def test_doctor_reports_the_galera_node(cluster: Cluster) -> None:
+    cli = os.environ.get("DLOCK_CLI", str(REPO / "build" / "cli" / "dlock"))
+    if not os.access(cli, os.X_OK):
+        pytest.fail(f"the dlock command is not built at {cli} (set DLOCK_CLI)")
+    url = cluster.multi_url([2, 1, 3], read_timeout=5)
+    out = subprocess.run([cli, "doctor", "--url", url], capture_output=True, text=True, timeout=60)
+    lines = {ln.split()[1]: ln for ln in out.stdout.splitlines() if len(ln.split()) > 1}
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert lines["galera"].startswith("OK") and "cluster of 3" in lines["galera"], lines["galera"]
+    assert f":{cluster.port(2)}/" in lines["connect"], lines["connect"]
+    assert lines["timeouts"].startswith("WARN") and "read_timeout=5" in lines["timeouts"]

@@ -19,6 +19,7 @@ public final class DLockEvent {
     RELEASE_GONE,
     RENEW_RETRY,
     CLEANUP,
+    TOPOLOGY,
     OTHER
   }
 
@@ -53,6 +54,9 @@ public final class DLockEvent {
         break;
       case dlock_event_type.DLOCK_EVENT_CLEANUP:
         type = Type.CLEANUP;
+        break;
+      case dlock_event_type.DLOCK_EVENT_TOPOLOGY:
+        type = Type.TOPOLOGY;
         break;
       default:
         type = Type.OTHER;
