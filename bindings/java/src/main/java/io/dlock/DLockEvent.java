@@ -8,8 +8,9 @@ import java.time.Instant;
 
 /**
  * Something the library noticed about a client's locks (dlock.h's dlock_event): a lost lease, a
- * max-hold trip, a release that found the row taken, a renewal retried, a cleanup run. Read them
- * with {@link DLockClient#nextEvent(java.time.Duration)}.
+ * max-hold trip, a release that found the row taken, a renewal retried, a cleanup run, a setting
+ * unfit for the topology (a short ttl on Galera). Read them with {@link
+ * DLockClient#nextEvent(java.time.Duration)}.
  */
 public final class DLockEvent {
   /** What happened. */
