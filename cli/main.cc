@@ -32,7 +32,8 @@ std::string ExitCodeHelp() {
        "\nEnvironment: DLOCK_URL (the database, instead of --url), DLOCK_PASSWORD (the password,\n"
        "kept out of ps). CMD gets DLOCK_KEY, DLOCK_OWNER and DLOCK_TOKEN (the fencing token), and\n"
        "neither DLOCK_PASSWORD nor the URL's password.\n"
-       "URL: mysql://user[:password]@host[:port]/database[?table=...&row_table=...&...]\n";
+       "URL: mysql://user[:password]@host[:port]/database[?table=...&row_table=...&...]\n"
+       "     (Galera: host:port,host:port,... names the nodes; locks go to the first healthy one)\n";
   return s;
 }
 
