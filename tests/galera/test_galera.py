@@ -286,7 +286,7 @@ def test_holder_node_killed_multi_url_keeps_renewing(cluster: Cluster, key: str,
     never lost, a contender on node 1 never gets it, and its expiry by the
     cluster's clock moves past the kill + ttl."""
     ttl = 15.0
-    holder = dlock.connect(cluster.multi_url([3, 1, 2], connect_timeout=2))
+    holder = dlock.connect(cluster.multi_url([3, 1, 2], connect_timeout=2), log_events=False)
     contender = dlock.connect(cluster.url(1))
     try:
         h = holder.lock(key, ttl=ttl)
@@ -299,11 +299,17 @@ def test_holder_node_killed_multi_url_keeps_renewing(cluster: Cluster, key: str,
         # Past the lease the holder had at the kill: still ours, renewed elsewhere.
         contender_tries = 0
         end = time.monotonic() + ttl + 3
+        def why() -> str:  # the holder's events (renewal retries, loss), for a failure
+            return "; ".join(f"{ev.type.name} +{ev.time - killed_at:.2f}s: {ev.message}"
+                             for ev in holder.events(timeout=0.1))
+
         while time.monotonic() < end:
             c = contender.lock(key, ttl=30)
-            assert not c.acquire(blocking=False), "the contender took a lease that was renewed"
+            if c.acquire(blocking=False):
+                raise AssertionError(f"the contender took a lease that was renewed "
+                                     f"(+{time.time() - killed_at:.2f}s); holder: {why()}")
             contender_tries += 1
-            assert not h.lost, "the holder lost its lease"
+            assert not h.lost, f"the holder lost its lease; holder: {why()}"
             time.sleep(0.5)
         owner, fence, expires = lease_row(cluster, 1, key)
         assert owner == h.owner.encode() and fence == token
