@@ -75,18 +75,27 @@ bool ParseDuration(const std::string& text, int64_t* ms, std::string* err) {
   return true;
 }
 
-std::string FormatDuration(int64_t ms) {
+namespace {
+
+std::string FormatMagnitude(uint64_t ms) {
   char buf[64];
-  if (ms < 0) return "-" + FormatDuration(-ms);
-  if (ms < 1000) std::snprintf(buf, sizeof buf, "%lldms", static_cast<long long>(ms));
+  if (ms < 1000) std::snprintf(buf, sizeof buf, "%llums", static_cast<unsigned long long>(ms));
   else if (ms < 60000) std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ms) / 1000);
   else if (ms < 3600000)
-    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(ms / 60000),
-                  static_cast<long long>(ms % 60000 / 1000));
+    std::snprintf(buf, sizeof buf, "%llum%02llus", static_cast<unsigned long long>(ms / 60000),
+                  static_cast<unsigned long long>(ms % 60000 / 1000));
   else
-    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(ms / 3600000),
-                  static_cast<long long>(ms % 3600000 / 60000));
+    std::snprintf(buf, sizeof buf, "%lluh%02llum", static_cast<unsigned long long>(ms / 3600000),
+                  static_cast<unsigned long long>(ms % 3600000 / 60000));
   return buf;
+}
+
+}  // namespace
+
+std::string FormatDuration(int64_t ms) {
+  // -INT64_MIN overflows: negate as unsigned.
+  if (ms < 0) return "-" + FormatMagnitude(0 - static_cast<uint64_t>(ms));
+  return FormatMagnitude(static_cast<uint64_t>(ms));
 }
 
 }  // namespace dlock_cli

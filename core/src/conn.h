@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dialect.h"
 #include "dlock/core.hpp"
 #include "options.h"
 
@@ -44,6 +45,9 @@ struct ServerInfo {
   bool read_only = false;
   bool galera = false;
   std::string version;
+  bool mariadb = false;  // the version names MariaDB
+  // The statements to send it (the `dialect` option, or the version's word).
+  const Dialect* dialect = nullptr;
   // Empty when the server can take locks; else why not, e.g.
   // "read_only=ON" or, on Galera, "wsrep_cluster_status=non-Primary"
   // (a node that lost quorum still answers SELECT 1).
@@ -142,7 +146,7 @@ class Conn : public SqlConn {
     if (sent_ != nullptr) sent_->fetch_add(1, std::memory_order_relaxed);
   }
   Status Fail(const char* what, unsigned err, const char* msg);
-  Status ReadServerInfo();
+  Status ReadServerInfo(SqlDialect forced);
   // Galera only: wsrep_ready, wsrep_cluster_status, Synced (-> unhealthy).
   Status ReadGaleraHealth();
   // One address: opts.host/opts.port (or opts.socket).

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dlock/core.hpp"
+#include "dialect_table.h"
 #include "option_table.h"
 
 namespace dlock {
@@ -26,6 +27,14 @@ enum class Holder { kThread, kLock };
 constexpr const char* kHolderWords[] = {"thread", "lock", nullptr};
 enum class Wakeup { kAuto, kPoll };
 constexpr const char* kWakeupWords[] = {"auto", "poll", nullptr};
+// Which statements a client sends (dialect.h): kAuto takes the server's
+// word at connect; the others force one (dialect_table.h).
+#define DLOCK_DIALECT_ENUM(id, word, marker, object) id,
+#define DLOCK_DIALECT_WORD(id, word, marker, object) #word,
+enum class SqlDialect { kAuto, DLOCK_DIALECTS(DLOCK_DIALECT_ENUM) };
+constexpr const char* kSqlDialectWords[] = {"auto", DLOCK_DIALECTS(DLOCK_DIALECT_WORD) nullptr};
+#undef DLOCK_DIALECT_ENUM
+#undef DLOCK_DIALECT_WORD
 
 // One member per row of the option table, with its type and default.
 #define DLOCK_OPTION_FIELD(name, field, type, rule, min, max, words, def, doc) type field = def;

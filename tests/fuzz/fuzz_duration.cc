@@ -11,6 +11,18 @@
 using dlock_fuzz::Show;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // The extremes once: -INT64_MIN does not fit an int64_t (UBSan caught the
+  // old FormatDuration negating it).
+  static const bool extremes_ok = [] {
+    FUZZ_CHECK(dlock_cli::FormatDuration(INT64_MIN) == "-2562047788015h12m", "INT64_MIN gave %s",
+               dlock_cli::FormatDuration(INT64_MIN).c_str());
+    FUZZ_CHECK(dlock_cli::FormatDuration(INT64_MAX) == "2562047788015h12m", "INT64_MAX gave %s",
+               dlock_cli::FormatDuration(INT64_MAX).c_str());
+    FUZZ_CHECK(dlock_cli::FormatDuration(-1500) == "-1.5s", "-1500 gave %s",
+               dlock_cli::FormatDuration(-1500).c_str());
+    return true;
+  }();
+  (void)extremes_ok;
   if (size > 256) return 0;
   const std::string text(reinterpret_cast<const char*>(data), size);
   int64_t ms = -1;

@@ -127,6 +127,11 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *     read_timeout    read timeout in seconds (1..86400, default 30)
  *     table           lease table name (default distributed_lock)
  *     row_table       row-lock table name (default fixed_lock)
+ *     dialect         SQL dialect: auto (by the server's version string), or
+ *                     forced: auto|mariadb|mysql (default auto). auto takes
+ *                     mariadb when the server's version names MariaDB, and
+ *                     mysql (MySQL 8.0/8.4) otherwise; forcing one is for
+ *                     tests and for servers that describe themselves oddly
  *     ssl_mode        TLS on every connection: disable|require|verify
  *                     (default disable). require: every connection is
  *                     encrypted or refused (DLOCK_E_CONNECT, also when the

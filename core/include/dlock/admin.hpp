@@ -46,6 +46,7 @@ Status UrlWithoutPassword(const std::string& url, std::string* out);
 struct ServerFacts {
   std::string version;  // "10.11.6-MariaDB-0+deb12u1"
   bool mariadb = false;
+  std::string dialect;  // the statements dlock sends it: "mariadb", "mysql"
   bool read_only = false;
   bool galera = false;
   // Galera: "" when the node can take locks, else why not (not ready, not
