@@ -1,5 +1,7 @@
 #include "conn.h"
 
+#include "thread_annotations.h"
+
 #include <errmsg.h>
 #include <mysqld_error.h>
 
@@ -57,21 +59,21 @@ const char* const kSessionInit[] = {
 // connection tries them after the others for kNodeDownFor, so that a dead
 // node does not cost every new connection a connect timeout.
 constexpr auto kNodeDownFor = std::chrono::seconds(5);
-std::mutex g_down_mu;
-std::map<std::string, std::chrono::steady_clock::time_point> g_down;  // host:port -> since
+Mutex g_down_mu;
+std::map<std::string, std::chrono::steady_clock::time_point> g_down GUARDED_BY(g_down_mu);  // host:port -> since
 
 std::string NodeId(const std::string& host, unsigned port) {
   return host + ":" + std::to_string(port);
 }
 
 void NoteNodeDown(const std::string& id) {
-  std::lock_guard<std::mutex> g(g_down_mu);
+  MutexLock g(g_down_mu);
   if (g_down.size() > 1024) g_down.clear();  // bounded, whatever URLs come and go
   g_down[id] = std::chrono::steady_clock::now();
 }
 
 bool NodeRecentlyDown(const std::string& id) {
-  std::lock_guard<std::mutex> g(g_down_mu);
+  MutexLock g(g_down_mu);
   auto it = g_down.find(id);
   if (it == g_down.end()) return false;
   if (std::chrono::steady_clock::now() - it->second < kNodeDownFor) return true;
@@ -80,7 +82,7 @@ bool NodeRecentlyDown(const std::string& id) {
 }
 
 void NoteNodeUp(const std::string& id) {
-  std::lock_guard<std::mutex> g(g_down_mu);
+  MutexLock g(g_down_mu);
   g_down.erase(id);
 }
 
