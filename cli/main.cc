@@ -34,7 +34,9 @@ std::string ExitCodeHelp() {
        "neither DLOCK_PASSWORD nor the URL's password.\n"
        "URL: mysql://user[:password]@host[:port]/database[?table=...&row_table=...&...], or as\n"
        "your services have it: user:password@tcp(host:3306)/database?... (go-sql-driver) or\n"
-       "jdbc:mysql://host:3306/database?user=...&password=... (see dlock.h).\n";
+       "jdbc:mysql://host:3306/database?user=...&password=... (see dlock.h).\n"
+       "Galera: mysql://user@host:port,host:port,.../database names the nodes; locks go to the\n"
+       "first healthy one.\n";
   return s;
 }
 

@@ -112,11 +112,16 @@ Status Admin::Open(const std::string& url, std::unique_ptr<Admin>* out) {
   impl->sql = info.dialect->build(impl->opts, info.mariadb);
   impl->facts.read_only = info.read_only;
   impl->facts.galera = info.galera;
+  impl->facts.galera_unhealthy = info.galera ? info.unhealthy : "";
+  impl->facts.cluster_size = info.cluster_size;
+  impl->facts.read_timeout_s = impl->opts.read_timeout_s;
+  impl->facts.node = impl->conn->where();
   out->reset(new Admin(std::move(impl)));
   return Status::OK();
 }
 
-std::string Admin::where() const { return impl_->opts.Where(); }
+// The node connected to (with a multi-host URL, the first healthy one).
+std::string Admin::where() const { return impl_->conn ? impl_->conn->where() : impl_->opts.Where(); }
 std::string Admin::user() const { return impl_->opts.user; }
 const std::string& Admin::database() const { return impl_->opts.database; }
 const std::string& Admin::lease_table() const { return impl_->opts.table; }

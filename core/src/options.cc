@@ -344,7 +344,41 @@ Status ParsePort(const std::string& text, const std::string& rest, unsigned* por
   return Status::OK();
 }
 
-// user[:password]@host[:port], host as a name, an address or [v6].
+// host[:port], host as a name, an address or [v6]; port stays as it is
+// when none is given.
+Status ParseHostPort(const std::string& hostport, const std::string& rest, std::string* host,
+                     unsigned* port) {
+  Status s;
+  if (!hostport.empty() && hostport[0] == '[') {  // [v6]:port
+    size_t close = hostport.find(']');
+    if (close == std::string::npos) return Status::Invalid("URL: unclosed '[' in host");
+    *host = hostport.substr(1, close - 1);
+    if (host->empty()) return Status::Invalid("URL: empty host '[]'");
+    std::string after = hostport.substr(close + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') return Status::Invalid("URL: junk after ']' in host");
+      if (!(s = ParsePort(after.substr(1), rest, port)).ok()) return s;
+    }
+  } else {
+    size_t colon = hostport.rfind(':');
+    // user:pw127.0.0.1:3306 (the '@' forgotten) or user:pw:3306 (the host
+    // forgotten): the "host" would be user:pw, shown in every connect error.
+    if (colon != std::string::npos && hostport.find(':') != colon)
+      return Status::Invalid("URL: the host contains ':' (is the '@' after user:password "
+                             "missing? mysql://user:password@host:port/db; an IPv6 address goes "
+                             "in brackets: [::1]:3306)");
+    if (!(s = PercentDecode(hostport.substr(0, colon), "host", host)).ok()) return s;
+    if (colon != std::string::npos) {
+      if (!(s = ParsePort(hostport.substr(colon + 1), rest, port)).ok()) return s;
+    }
+  }
+  if (host->empty()) *host = "127.0.0.1";
+  return Status::OK();
+}
+
+constexpr size_t kMaxNodes = 16;
+
+// user[:password]@host[:port][,host[:port]...], host as a name, an address or [v6].
 //
 // No message here shows any part of the authority: after a typo, any of it
 // may be the password. A typo that still parses is refused when it would put
@@ -370,30 +404,26 @@ Status ParseAuthority(const std::string& authority, const std::string& rest, Cli
         return Status::Invalid("URL: bad %-escape in the password");
     }
   }
-  if (!hostport.empty() && hostport[0] == '[') {  // [v6]:port
-    size_t close = hostport.find(']');
-    if (close == std::string::npos) return Status::Invalid("URL: unclosed '[' in host");
-    o->host = hostport.substr(1, close - 1);
-    if (o->host.empty()) return Status::Invalid("URL: empty host '[]'");
-    std::string after = hostport.substr(close + 1);
-    if (!after.empty()) {
-      if (after[0] != ':') return Status::Invalid("URL: junk after ']' in host");
-      if (!(s = ParsePort(after.substr(1), rest, &o->port)).ok()) return s;
-    }
-  } else {
-    size_t colon = hostport.rfind(':');
-    // user:pw127.0.0.1:3306 (the '@' forgotten) or user:pw:3306 (the host
-    // forgotten): the "host" would be user:pw, shown in every connect error.
-    if (colon != std::string::npos && hostport.find(':') != colon)
-      return Status::Invalid("URL: the host contains ':' (is the '@' after user:password "
-                             "missing? mysql://user:password@host:port/db; an IPv6 address goes "
-                             "in brackets: [::1]:3306)");
-    if (!(s = PercentDecode(hostport.substr(0, colon), "host", &o->host)).ok()) return s;
-    if (colon != std::string::npos) {
-      if (!(s = ParsePort(hostport.substr(colon + 1), rest, &o->port)).ok()) return s;
-    }
+  // h1:p1,h2:p2,...: several nodes (a Galera cluster), each with its own
+  // port (3306 when it has none). A ',' cannot be in a host name.
+  if (hostport.find(',') == std::string::npos)
+    return ParseHostPort(hostport, rest, &o->host, &o->port);
+  size_t pos = 0;
+  for (;;) {
+    size_t comma = hostport.find(',', pos);
+    std::string one = hostport.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (one.empty())
+      return Status::Invalid("URL: an empty host in the host list (h1:port,h2:port,...)");
+    ClientOptions::Node n;
+    if (!(s = ParseHostPort(one, rest, &n.host, &n.port)).ok()) return s;
+    o->nodes.push_back(std::move(n));
+    if (o->nodes.size() > kMaxNodes)
+      return Status::Invalid("URL: more than " + std::to_string(kMaxNodes) + " hosts in the host list");
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
   }
-  if (o->host.empty()) o->host = "127.0.0.1";
+  o->host = o->nodes[0].host;
+  o->port = o->nodes[0].port;
   return Status::OK();
 }
 
@@ -497,6 +527,8 @@ Status ParseMysqlUrl(const std::string& rest, ClientOptions* out) {
                             "misplaced? write a ':' in a database name as %3A)");
   if (!(s = ParseAuthority(path.substr(0, slash), rest, &o)).ok()) return s;
   if (!(s = ApplyQuery(query, &o)).ok()) return s;
+  if (!o.nodes.empty() && !o.socket.empty())
+    return Status::Invalid("URL: socket= names one server; it cannot go with a list of hosts");
   *out = std::move(o);
   return Status::OK();
 }

@@ -46,6 +46,14 @@ struct ClientOptions {
   std::string host = "127.0.0.1";
   unsigned port = 3306;
   std::string database;
+  // Every node a URL names when it names several (mysql://u@h1:p1,h2:p2/db),
+  // in its order; host and port are then the first. Empty for one address.
+  // Connections go to the first healthy node (Conn::Connect).
+  struct Node {
+    std::string host;
+    unsigned port = 3306;
+  };
+  std::vector<Node> nodes;
 
   DLOCK_CLIENT_OPTIONS(DLOCK_OPTION_FIELD)
 

@@ -236,7 +236,7 @@ static void test_version_and_codes(void) {
             DLOCK_E_CANCELLED == -13 && DLOCK_E_MAX_HOLD == -14,
         "code values changed");
   CHECK(DLOCK_EVENT_LOST == 1 && DLOCK_EVENT_MAX_HOLD == 2 && DLOCK_EVENT_RELEASE_GONE == 3 &&
-            DLOCK_EVENT_RENEW_RETRY == 4 && DLOCK_EVENT_CLEANUP == 5,
+            DLOCK_EVENT_RENEW_RETRY == 4 && DLOCK_EVENT_CLEANUP == 5 && DLOCK_EVENT_TOPOLOGY == 6,
         "event type values changed");
   CHECK(DLOCK_SEVERITY_INFO == 0 && DLOCK_SEVERITY_WARNING == 1 && DLOCK_SEVERITY_CRITICAL == 2,
         "severity values changed");

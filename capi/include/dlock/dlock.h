@@ -593,7 +593,9 @@ typedef enum dlock_event_type {
   DLOCK_EVENT_MAX_HOLD = 2,      /* max hold reached: renewal stopped (critical) */
   DLOCK_EVENT_RELEASE_GONE = 3,  /* release found the row taken by another owner */
   DLOCK_EVENT_RENEW_RETRY = 4,   /* a renewal failed transiently; retrying */
-  DLOCK_EVENT_CLEANUP = 5        /* cleanup removed rows, or failed */
+  DLOCK_EVENT_CLEANUP = 5,       /* cleanup removed rows, or failed */
+  DLOCK_EVENT_TOPOLOGY = 6       /* a setting does not fit the server's topology, e.g. a ttl
+                                    under 15 s or a read timeout under 10 s on Galera */
 } dlock_event_type;
 
 typedef enum dlock_severity {

@@ -50,6 +50,14 @@ struct ServerFacts {
   std::string dialect;  // the statements dlock sends it: "mariadb", "mysql"
   bool read_only = false;
   bool galera = false;
+  // Galera: "" when the node can take locks, else why not (not ready, not
+  // in the primary component, not Synced); and the cluster's size.
+  std::string galera_unhealthy;
+  int cluster_size = 0;
+  // The URL's (or default) read timeout and the node dlock connected to
+  // (with a multi-host URL, the first healthy one).
+  int read_timeout_s = 0;
+  std::string node;
 };
 
 struct TableCheck {
