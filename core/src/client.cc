@@ -36,10 +36,7 @@ ClientImpl::ClientImpl(ClientOptions opts, LockOptions lock_defaults)
       pid_(getpid()),
       host_(HostName()),
       events_(static_cast<size_t>(opts_.events)),
-      renewer_(this) {
-  lease_sql_ = MakeLeaseSql(opts_);
-  row_sql_ = MakeRowSql(opts_);
-}
+      renewer_(this) {}
 
 Status ClientImpl::Open(const std::string& url, const Config& cfg, std::unique_ptr<ClientImpl>* out) {
   ClientOptions opts;
@@ -57,16 +54,35 @@ Status ClientImpl::Open(const std::string& url, const Config& cfg, std::unique_p
     s = c->pool_.Get(Clock::now() + std::chrono::seconds(c->opts_.connect_timeout_s), &conn);
     if (!s.ok()) return s;
     c->server_ = conn->server();
+    // The statements are built once the server said what it is.
+    c->sql_ = c->server_.dialect->build(c->opts_, c->server_.mariadb);
     s = c->InitSchema(*conn);
     if (!s.ok()) return s;
   }
+  if (c->server_.galera && c->opts_.read_timeout_s < kGaleraMinReadTimeoutS)
+    c->Raise(EventType::kTopology, Severity::kWarning, "", "", 0,
+             "read_timeout is " + std::to_string(c->opts_.read_timeout_s) +
+                 " s on Galera: a node's death stalls every write for ~6 s, and a renewal cut off "
+                 "by the timeout has an unknown outcome; use read_timeout=" +
+                 std::to_string(kGaleraMinReadTimeoutS) + " or more");
+  c->CheckTtlForTopology(c->lock_defaults_, "");
   *out = std::move(c);
   return Status::OK();
 }
 
+void ClientImpl::CheckTtlForTopology(const LockOptions& lock, const std::string& key) {
+  if (!server_.galera || lock.mode != LockMode::kLease || lock.ttl_ms >= kGaleraMinTtlMs) return;
+  if (warned_short_ttl_.exchange(true)) return;
+  Raise(EventType::kTopology, Severity::kWarning, key, "", 0,
+        "ttl " + std::to_string(lock.ttl_ms) +
+            " ms on Galera: a node's death stalls every write for ~6 s, so a lease renewed every "
+            "ttl/3 survives it only with a ttl of about 10 s or more; use " +
+            std::to_string(kGaleraMinTtlMs / 1000) + " s or more (warned once per client)");
+}
+
 ClientImpl::~ClientImpl() {
   {
-    std::lock_guard<std::mutex> g(janitor_mu_);
+    MutexLock g(janitor_mu_);
     janitor_stop_ = true;
     janitor_cv_.notify_all();
   }
@@ -111,12 +127,12 @@ Status PoolConns::Fresh(SqlConn** out) {
 }
 
 bool ClientImpl::RowKnown(const std::string& name) {
-  std::lock_guard<std::mutex> g(rows_mu_);
+  MutexLock g(rows_mu_);
   return known_rows_.count(name) > 0;
 }
 
 void ClientImpl::NoteRow(const std::string& name) {
-  std::lock_guard<std::mutex> g(rows_mu_);
+  MutexLock g(rows_mu_);
   if (known_rows_.size() > 100000) known_rows_.clear();  // bound the memory
   known_rows_.insert(name);
 }

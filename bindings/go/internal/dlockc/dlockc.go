@@ -139,6 +139,7 @@ extern swig_intgo _wrap_DLOCK_EVENT_MAX_HOLD_dlockc_489b11ab0a9e7f80(void);
 extern swig_intgo _wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_489b11ab0a9e7f80(void);
 extern swig_intgo _wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_489b11ab0a9e7f80(void);
 extern swig_intgo _wrap_DLOCK_EVENT_CLEANUP_dlockc_489b11ab0a9e7f80(void);
+extern swig_intgo _wrap_DLOCK_EVENT_TOPOLOGY_dlockc_489b11ab0a9e7f80(void);
 extern swig_intgo _wrap_DLOCK_SEVERITY_INFO_dlockc_489b11ab0a9e7f80(void);
 extern swig_intgo _wrap_DLOCK_SEVERITY_WARNING_dlockc_489b11ab0a9e7f80(void);
 extern swig_intgo _wrap_DLOCK_SEVERITY_CRITICAL_dlockc_489b11ab0a9e7f80(void);
@@ -760,6 +761,14 @@ func _swig_getDLOCK_EVENT_CLEANUP() (_swig_ret Enum_SS_dlock_event_type) {
 }
 
 var DLOCK_EVENT_CLEANUP Enum_SS_dlock_event_type = _swig_getDLOCK_EVENT_CLEANUP()
+
+func _swig_getDLOCK_EVENT_TOPOLOGY() (_swig_ret Enum_SS_dlock_event_type) {
+	var swig_r Enum_SS_dlock_event_type
+	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_TOPOLOGY_dlockc_489b11ab0a9e7f80())
+	return swig_r
+}
+
+var DLOCK_EVENT_TOPOLOGY Enum_SS_dlock_event_type = _swig_getDLOCK_EVENT_TOPOLOGY()
 
 type Enum_SS_dlock_severity int
 

@@ -1203,6 +1203,18 @@ intgo _wrap_DLOCK_EVENT_CLEANUP_dlockc_489b11ab0a9e7f80() {
 }
 
 
+intgo _wrap_DLOCK_EVENT_TOPOLOGY_dlockc_489b11ab0a9e7f80() {
+  enum dlock_event_type result;
+  intgo _swig_go_result;
+  
+  
+  result = DLOCK_EVENT_TOPOLOGY;
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
 intgo _wrap_DLOCK_SEVERITY_INFO_dlockc_489b11ab0a9e7f80() {
   enum dlock_severity result;
   intgo _swig_go_result;
