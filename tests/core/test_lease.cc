@@ -136,6 +136,77 @@ TEST_CASE("lease: a waiter gets the lock soon after the holder releases") {
   CHECK(released == static_cast<int>(Code::kOk));
 }
 
+// A cancel shuts the socket of an acquire statement in flight, so the call
+// returns at once; the server still runs that statement, and may do so only
+// after the holder released (here: a release whose transaction commits
+// late). The lease it then takes is a live lease under the cut attempt's
+// owner: the same lock object's next acquisition goes on as that owner and
+// takes it at once, where a fresh owner would wait out its ttl.
+TEST_CASE("lease: a lease taken late by a cancelled attempt is the same object's next acquisition's") {
+  Admin holder;  // the holder's release, in a transaction that commits late
+  Admin watch;
+  const std::string last_id = watch.Scalar("SELECT MAX(ID) FROM information_schema.PROCESSLIST");
+  auto c1 = OpenClient();
+  auto c2 = OpenClient();
+  auto c3 = OpenClient();
+  const std::string key = kPrefix + "cut";
+  auto a = OpenLock(c1, key, "lease", 30000);
+  auto b = OpenLock(c2, key, "lease", 30000);
+  auto c = OpenLock(c3, key, "lease", 30000);
+  DT_REQUIRE_CODE(a->Try(0), Code::kOk);
+  holder.Exec("START TRANSACTION");
+  holder.Exec("UPDATE distributed_lock SET owner = '', expire_time = '1970-01-01 00:00:00' "
+              "WHERE lock_key = " + Lit(key) + " AND owner = " + Lit(a->owner()));
+  // b's acquire statement is on the server, waiting for the row the release
+  // holds: an INSERT on the lock table by a session of this test's clients.
+  std::atomic<int> code{-100};
+  std::thread waiter([&] { code = static_cast<int>(b->Try(20000).code()); });
+  struct Joiner {  // a failed REQUIRE must not leave the thread running
+    std::thread& t;
+    dlock::Lock& l;
+    ~Joiner() {
+      if (!t.joinable()) return;
+      (void)l.Cancel();
+      t.join();
+    }
+  } joiner{waiter, *b};
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(10), [&] {
+    return watch.Int("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID > " + last_id +
+                     " AND COMMAND = 'Execute' AND INFO LIKE 'INSERT INTO `distributed_lock`%'") > 0;
+  }));
+  auto cancelled_at = Clock::now();
+  DT_CHECK_CODE(b->Cancel(), Code::kOk);
+  waiter.join();
+  CHECK(code == static_cast<int>(Code::kCancelled));
+  CHECK(MsSince(cancelled_at) < 2000);
+  CHECK_FALSE(b->held());
+  // The release commits; the server runs the cut statement on the free row.
+  holder.Exec("COMMIT");
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(10), [&] {
+    SqlRow r = LeaseRow(watch, key);
+    return r.size() == 3 && r[0] && !r[0]->empty();
+  }));
+  const SqlRow taken = LeaseRow(watch, key);
+  const std::string cut_owner = *taken[0];
+  CHECK(cut_owner != a->owner());
+  // A live lease: nobody else gets it...
+  DT_CHECK_CODE(c->Try(0), Code::kBusy);
+  // ...but b's next acquisition is that owner's, and takes it at once.
+  auto t1 = Clock::now();
+  DT_REQUIRE_CODE(b->Try(2000), Code::kOk);
+  CHECK(MsSince(t1) < 1500);
+  CHECK(b->owner() == cut_owner);
+  CHECK(std::to_string(b->token()) == *taken[2]);
+  DT_CHECK_CODE(b->Release(), Code::kOk);
+  DT_CHECK_CODE(c->Try(0), Code::kOk);
+  DT_CHECK_CODE(c->Release(), Code::kOk);
+  // Once won, b's later acquisitions have owners of their own again.
+  DT_REQUIRE_CODE(b->Try(0), Code::kOk);
+  CHECK(b->owner() != cut_owner);
+  DT_CHECK_CODE(b->Release(), Code::kOk);
+  DT_CHECK_CODE(a->Release(), Code::kLost);  // its release was the one above
+}
+
 TEST_CASE("lease: renew extends by the database clock") {
   Admin admin;
   auto c = OpenClient();
