@@ -192,7 +192,7 @@ Status LeaseScheme::Attempt(Clock::time_point deadline, CancelToken cancel, Gran
     cut_owner_.clear();
     out->fence = a.fence;
     out->acquired_at = a.sent_at;
-    out->deadline = a.sent_at + std::chrono::milliseconds(opts_.ttl_ms);
+    out->deadline = a.sent_at + LeaseSpan(opts_.ttl_ms);
   } else {
     c_->waiters().NoteBusy(db_key_, a.remaining_us);
     busy_remaining_us_.store(a.remaining_us);
@@ -324,7 +324,7 @@ Status LeaseScheme::Renew(const std::string& owner, Clock::time_point acquired_a
     return Status::Lost("lock " + name_ + " was lost: " + why);
   }
   c_->counters().renewals.fetch_add(1);
-  *deadline = sent + std::chrono::milliseconds(opts_.ttl_ms);
+  *deadline = sent + LeaseSpan(opts_.ttl_ms);
   return Status::OK();
 }
 

@@ -649,7 +649,7 @@ Status LockImpl::Renew(LockCaller& me) {
     if (owner_ == owner && state_ == LockState::kHeld) deadline_ = deadline;
   }
   if (opts_.auto_renew)
-    c_->renewer().Renewed(this, deadline - std::chrono::milliseconds(opts_.ttl_ms), deadline);
+    c_->renewer().Renewed(this, deadline);
   return Status::OK();
 }
 

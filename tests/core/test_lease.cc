@@ -32,6 +32,12 @@ int64_t DbRemainingUs(Admin& admin, const std::string& key) {
                    Lit(key));
 }
 
+// The server's clock, in microseconds (for comparing how far it and ours
+// advanced over a test).
+int64_t DbNowUs(Admin& admin) {
+  return admin.Int("SELECT TIMESTAMPDIFF(MICROSECOND, '2000-01-01', UTC_TIMESTAMP(6))");
+}
+
 }  // namespace
 
 TEST_CASE("lease: acquire, busy for others, release, acquire again") {
@@ -273,6 +279,10 @@ TEST_CASE("lease: release after expiry and takeover is kLost; the new holder's r
   const std::string key = kPrefix + "takeover";
   auto a = OpenLock(c1, key, "lease", 400);
   auto b = OpenLock(c2, key, "lease", 30000);
+  // Both clocks, read around the whole takeover: the server's reads lie
+  // inside ours, so at the same rate its clock advances less than ours.
+  const auto ours0 = Clock::now();
+  const int64_t db0 = DbNowUs(admin);
   DT_REQUIRE_CODE(a->Try(0), Code::kOk);
   const uint64_t a_token = a->token();
 
@@ -288,7 +298,18 @@ TEST_CASE("lease: release after expiry and takeover is kLost; the new holder's r
   CHECK(*b_row[0] == b->owner());
   CHECK(std::stoull(*b_row[2]) == b->token());
 
-  CHECK(a->state() == LockState::kLost);  // by its own monotonic clock
+  // By its own monotonic clock: a's deadline counts from when its acquire
+  // was sent, the server's from the statement's start (later), so b can take
+  // over only after a's clock has run out. That holds while the server's
+  // clock runs no faster than ours (README, "Database time"); a server clock
+  // stepped forward is outside it, and the message then says so.
+  const bool a_lost = a->state() == LockState::kLost;
+  const int64_t db_ran_us = DbNowUs(admin) - db0;
+  const int64_t ours_ran_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - ours0).count();
+  CHECK_MESSAGE(a_lost, "b took over while a's own clock said held; over the test the server's "
+                        "clock advanced " << db_ran_us << " us, ours " << ours_ran_us << " us"
+                        << (db_ran_us > ours_ran_us ? " (the server's clock ran ahead: stepped?)" : ""));
   DT_CHECK_CODE(a->Renew(), Code::kLost);
   CHECK(LeaseRow(admin, key) == b_row);
   DT_CHECK_CODE(a->Release(), Code::kLost);
@@ -301,6 +322,61 @@ TEST_CASE("lease: release after expiry and takeover is kLost; the new holder's r
   DT_CHECK_CODE(a->Try(0), Code::kOk);
   CHECK(a->token() > b->token());
   DT_CHECK_CODE(a->Release(), Code::kOk);
+}
+
+TEST_CASE("lease: the holder's deadline comes before the server's: from the send, ttl less 0.1%") {
+  Admin admin;
+  auto c = OpenClient();
+  const std::string key = kPrefix + "deadline";
+  auto a = OpenLock(c, key, "lease", 30000);
+  // Ours is read after the server's, so at the same rate it must be below
+  // the server's by the 0.1% (30 ms) at least; and it is at most 29.97 s
+  // from the moment the call returned (the latest the statement was sent).
+  auto check = [&](const char* when, Clock::time_point returned) {
+    const int64_t db_us = DbRemainingUs(admin, key);
+    const auto t = Clock::now();
+    const int64_t ours_ms = a->remaining_ms();
+    const int64_t bound_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 returned + std::chrono::milliseconds(29970) - t).count();
+    INFO(std::string(when) << ": ours " << ours_ms << " ms, the server's " << db_us
+                           << " us, at most " << bound_ms << " ms by the return");
+    CHECK(ours_ms > 0);
+    CHECK(ours_ms * 1000 <= db_us - 30000);
+    CHECK(ours_ms <= bound_ms);
+  };
+  DT_REQUIRE_CODE(a->Try(0), Code::kOk);
+  check("after the acquire", Clock::now());
+  DT_REQUIRE_CODE(a->Renew(), Code::kOk);
+  check("after a renew", Clock::now());
+  DT_CHECK_CODE(a->Release(), Code::kOk);
+
+  // The watchdog's renewals keep to it too.
+  dlock::Config cfg = LockConfig("lease", 3000);
+  REQUIRE(cfg.Set("auto_renew", "1").ok());
+  std::unique_ptr<dlock::Lock> w;
+  REQUIRE(dlock::Lock::Open(c, key + "-w", cfg, &w).ok());
+  DT_REQUIRE_CODE(w->Try(0), Code::kOk);
+  int64_t last = w->remaining_ms();
+  bool renewed = false;
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(5), [&] {
+    const int64_t now = w->remaining_ms();
+    renewed = now > last;  // a renewal landed
+    last = now;
+    return renewed;
+  }));
+  // Ours read on both sides of the server's; a renewal that landed in
+  // between (it grew) makes the pair useless: read again.
+  int64_t db_us = 0, ours_ms = 0;
+  for (int i = 0; i < 10; ++i) {
+    const int64_t first = w->remaining_ms();
+    db_us = DbRemainingUs(admin, key + "-w");
+    ours_ms = w->remaining_ms();
+    if (ours_ms <= first) break;
+  }
+  INFO("renewed by the watchdog: ours " << ours_ms << " ms, the server's " << db_us << " us");
+  CHECK(ours_ms > 0);
+  CHECK(ours_ms * 1000 <= db_us - 3000);
+  DT_CHECK_CODE(w->Release(), Code::kOk);
 }
 
 TEST_CASE("lease: release after our own expiry (nobody took it) is kLost and frees the row") {

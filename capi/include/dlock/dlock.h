@@ -576,7 +576,9 @@ DLOCK_EXPORT uint64_t dlock_token(const dlock_lock *lock);
 /* The key and its length (owned by the lock, valid until dlock_close). */
 DLOCK_EXPORT const char *dlock_key(const dlock_lock *lock, size_t *out_len);
 /* Milliseconds left on the lease by our monotonic clock (counted from when
- * the successful acquire/renew was sent); 0 if not held; -1 for row locks. */
+ * the successful acquire/renew was sent, ttl less 0.1%, so that it runs out
+ * here before it does on a server whose clock runs up to 1000 ppm faster;
+ * README, "Database time"); 0 if not held; -1 for row locks. */
 DLOCK_EXPORT int64_t dlock_remaining_ms(const dlock_lock *lock);
 /* After dlock_try returned DLOCK_BUSY on a lease lock: how many ms the
  * holder's lease still had, by the server's clock, at the last attempt (the
