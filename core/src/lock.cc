@@ -472,7 +472,13 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
   const CancelToken cancel{&me.cancel_seq, cancel_mark ? *cancel_mark : me.cancel_seq.load()};
   Counters& k = c_->counters();
   bool reentered = false;
-  if (Status s = Claim(me, deadline, cancel, &reentered); !s.ok() || reentered) return s;
+  bool waited = false;
+  if (Status s = Claim(me, deadline, cancel, &reentered, &waited); !s.ok() || reentered) return s;
+  // We waited in the claim line for another thread of this process: the
+  // key is contended, so the scheme goes through its wake-up path (a lease
+  // takes the wake-up name and keeps it for the hold, so that waiters in
+  // other processes are woken by our release instead of polling).
+  if (waited) c_->waiters().NoteContended(db_key_);
   {
     // Wait for an operation already running on the lock's connections (a
     // release, a renew); from now on every other call refuses to touch them
@@ -528,7 +534,7 @@ void LockImpl::LeaveClaimLineLocked(ClaimWaiter* w) {
 }
 
 Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken cancel,
-                       bool* reentered) {
+                       bool* reentered, bool* waited) {
   Counters& k = c_->counters();
   MutexLock g(st_mu_);
   // A new attempt: the caller's older lost hold was reported (it sees its
@@ -567,15 +573,9 @@ Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken c
         }
       } else if (!acquiring_ &&
                  (!opts_.fair || claim_line_.empty() || claim_line_.front() == &place)) {
-        const bool waited = queued;
+        *waited = queued;
         if (queued) LeaveClaimLineLocked(&place);
-        queued = false;
         acquiring_ = true;
-        // We waited for another thread of this process: the key is
-        // contended, so the scheme goes through its wake-up path (a lease
-        // takes the wake-up name and holds it, so that waiters in other
-        // processes are woken by our release instead of polling).
-        if (waited) c_->waiters().NoteContended(db_key_);
         return Status::OK();
       }
     }

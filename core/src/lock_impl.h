@@ -155,8 +155,10 @@ class LockImpl final : private LockHost {
   // Try's first step: re-enters a hold of the calling holder
   // (*reentered), or claims the acquisition (acquiring_) once no other
   // thread holds or acquires the lock through this object and no release
-  // of its hold is in flight (releasing_).
-  Status Claim(LockCaller& me, Clock::time_point deadline, CancelToken cancel, bool* reentered);
+  // of its hold is in flight (releasing_). fair=1: in arrival order
+  // (claim_line_); *waited: it had to queue.
+  Status Claim(LockCaller& me, Clock::time_point deadline, CancelToken cancel, bool* reentered,
+               bool* waited);
   // Wakes whoever waits for a state change: cv_'s waiters, and the first
   // of the claim line (fair=1), which alone may claim next.
   void NotifyLocked() const REQUIRES(st_mu_);
