@@ -84,13 +84,16 @@ echo; echo "== Java"
 if command -v mvn >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; then
   [ -d "${prefix:-}" ] || { prefix=$tmp/prefix; cmake --install "$build" --prefix "$prefix" >/dev/null; }
   libdir=$(cd "$(dirname "$(find "$prefix" -name dlock.pc | head -n1)")/.." && pwd)
-  # The binding is built in a copy (mvn writes target/ next to its pom).
-  cp -r "$root/bindings/java" "$tmp/java"
-  if (cd "$tmp/java" && mvn -B -q -ntp -o -Ddlock.prefix="$prefix" -DskipTests package >"$tmp/mvn.log" 2>&1 ||
+  # The binding is built in a copy (mvn writes target/ next to its pom; its
+  # JNI build reads the SWIG interface beside it).
+  mkdir -p "$tmp/bindings"
+  cp -r "$root/bindings/java" "$root/bindings/swig" "$tmp/bindings/"
+  if (cd "$tmp/bindings/java" && mvn -B -q -ntp -o -Ddlock.prefix="$prefix" -DskipTests package >"$tmp/mvn.log" 2>&1 ||
         mvn -B -q -ntp -Ddlock.prefix="$prefix" -DskipTests package >"$tmp/mvn.log" 2>&1); then
-    javac -d "$tmp/javabench" -cp "$tmp/java/target/classes" "$root/bench/java/ContendBench.java"
-    LD_LIBRARY_PATH="$libdir" java -cp "$tmp/java/target/classes:$tmp/javabench" \
-      -Ddlock.jni.path="$(find "$tmp/java/target" -name 'libdlock_jni.so' | head -n1)" \
+    jt=$tmp/bindings/java/target
+    javac -d "$tmp/javabench" -cp "$jt/classes" "$root/bench/java/ContendBench.java"
+    LD_LIBRARY_PATH="$libdir" java -cp "$jt/classes:$tmp/javabench" \
+      -Ddlock.jni.path="$(find "$jt" -name 'libdlock_jni.so' | head -n1)" \
       --enable-native-access=ALL-UNNAMED ContendBench "$url" "$procs" "$threads" "$seconds"
   else
     echo "  skipped: the Java binding did not build (mvn package):"; tail -5 "$tmp/mvn.log" | sed 's/^/    /'

@@ -33,7 +33,8 @@ public final class ContendBench {
       List<Thread> ts = new ArrayList<>();
       for (int t = 0; t < threads; t++) {
         final int id = proc * threads + t;
-        final DLock l = c.newLock(key, Map.of("mode", mode));
+        String fair = System.getenv("DLOCK_BENCH_FAIR");  // e.g. 0: the fair=0 figures
+        final DLock l = c.newLock(key, fair == null ? Map.of("mode", mode) : Map.of("mode", mode, "fair", fair));
         Thread th = new Thread(() -> {
           try {
             while (nowMs() < start) Thread.sleep(1);
@@ -67,7 +68,7 @@ public final class ContendBench {
   static void contend(String url, String mode, int procs, int threads, double seconds, double outside,
                       boolean loop) throws Exception {
     String key = "bench:java:" + ProcessHandle.current().pid() + ":" + System.nanoTime();
-    double start = nowMs() + 2500;  // a JVM takes a moment to start
+    double start = nowMs() + 6000;  // JVMs take seconds to start on a busy 2-core machine
     double end = start + seconds * 1000;
     String java = ProcessHandle.current().info().command().orElse("java");
     List<Process> ps = new ArrayList<>();
@@ -165,8 +166,10 @@ public final class ContendBench {
           l[2], r[2]);
     }
     int n = procs * threads;
+    String only = System.getenv("DLOCK_BENCH_SCENARIOS");  // e.g. "d1,cp": only those
     for (boolean loop : new boolean[] {true, false}) {
       for (int[] lay : new int[][] {{1, n}, {procs, threads}}) {
+        if (only != null && !only.contains((loop ? "c" : "d") + (lay[0] == 1 ? "1" : "p"))) continue;
         System.out.printf("%s, %d threads in %d JVM%s, 20 ms inside, %.0f s, Java%n",
             loop ? "(c) the article's loop" : "(d) every handoff to a waiter (20 ms outside)", n, lay[0],
             lay[0] == 1 ? "" : "s", seconds);
