@@ -42,10 +42,11 @@ std::string Join(const std::vector<std::string>& v) {
 void CheckServer(const dlock::Admin& admin, Report* rep) {
   const dlock::ServerFacts& f = admin.facts();
   if (f.mariadb)
-    rep->Ok("server", "MariaDB " + f.version);
+    rep->Ok("server", "MariaDB " + f.version + " (dialect " + f.dialect + ")");
   else
-    rep->Warn("server", f.version + ": dlock is built and tested on MariaDB; row locks use "
-                                    "MariaDB syntax (SET STATEMENT, NOWAIT)");
+    rep->Warn("server", f.version + " (dialect " + f.dialect + "): dlock is tested on MariaDB; "
+                                    "its MySQL 8.0/8.4 statements were tested only against "
+                                    "MariaDB (README: Servers)");
   if (f.read_only)
     rep->Failed("read_only", "the server is read-only (a replica?): point the URL at the primary");
   else

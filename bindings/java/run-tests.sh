@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# Builds the C library, installs it into a temporary prefix, builds the JNI
-# library against it and runs the Java binding's JUnit suite against a real
-# MariaDB, printing Surefire's own summary:
-#   1. mvn test on JDK 17 (everything but the virtual-thread tests)
-#   2. mvn test on JDK 25 (everything, virtual-thread tests included)
-#   3. the cron-pattern example in examples/java, if present
+# Runs the Java binding's checks against a real MariaDB, printing Surefire's
+# own summary:
+#   1. the committed SWIG output (src/generated, jni/dlock_wrap.c) matches a
+#      fresh run of generate.sh
+#   2. mvn test on JDK 17 (everything but the virtual-thread tests); Maven
+#      builds libdlock_jni.so (core and Connector/C linked in) in
+#      build-java-jni (about 50 s of CPU the first time, then incremental)
+#   3. consumer-test.sh: `mvn install`, then a fresh Maven project that depends
+#      on the installed jar only takes a lock (no libdlock installed, no
+#      java.library.path, no LD_LIBRARY_PATH); 35-50 s, mostly Maven
+#   4. mvn test on JDK 25 (everything, virtual-thread tests included)
+#   5. the cron-pattern example in examples/java, if present
+# The C library is also installed into a temporary prefix, for the C and Go
+# holders of the interop test (the Java side does not use it).
 # InteropTest pits Java against C, another JVM, Go (built here if Go is
 # installed) and Python (DLOCK_PYTHON=/path/to/python with dlock installed).
 #
@@ -13,6 +21,8 @@
 # PREFIX: an installed dlock (has lib*/cmake/dlock); default: build-java at
 # the repo root, configured and built here.
 # DLOCK_URL: use this server instead of starting a throwaway one.
+# DLOCK_JAVA_BUILD_DIR: the JNI build directory (default: build-java-jni at the
+# repo root, kept between runs; both JDKs' runs share it).
 # JDK17_HOME / JDK25_HOME: the JDKs (defaults: the javac on PATH, and
 # /usr/lib/jvm/temurin-25-jdk-amd64).
 # DLOCK_JAVA_BENCH=1: also measure uncontended acquire+release, Java vs C
@@ -92,8 +102,30 @@ jdk17=${JDK17_HOME:-$(jdk_home javac)}
 jdk25=${JDK25_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 
 cd "$here"
-# `clean` each time: the two JDKs compile the tests for different releases and
-# build the JNI library against their own jni.h.
+jni_build=${DLOCK_JAVA_BUILD_DIR:-$root/build-java-jni}
+
+# ---- the committed SWIG output is up to date ----------------------------------
+if command -v swig >/dev/null 2>&1; then
+  "$here/generate.sh" "$tmp/gen"
+  if diff -r "$here/src/generated" "$tmp/gen/src/generated" >/dev/null &&
+     diff "$here/jni/dlock_wrap.c" "$tmp/gen/jni/dlock_wrap.c" >/dev/null; then
+    echo "java-tests: src/generated and jni/dlock_wrap.c match what bindings/swig/java.i generates"
+  else
+    echo "java-tests: FAIL: the committed SWIG output is stale; run bindings/java/generate.sh" >&2
+    { diff -r "$here/src/generated" "$tmp/gen/src/generated";
+      diff "$here/jni/dlock_wrap.c" "$tmp/gen/jni/dlock_wrap.c"; } | head -20 >&2 || true
+    failed+=("stale SWIG output")
+    status=1
+  fi
+else
+  echo "java-tests: FAIL: swig not found (scripts/setup.sh installs it): the SWIG output is not checked" >&2
+  failed+=("swig missing")
+  status=1
+fi
+
+# `clean` each time: the two JDKs compile the tests for different releases.
+# The JNI build directory outlives `clean`: a change of JDK recompiles only
+# the JNI library's two files, against that JDK's jni.h.
 run_mvn() {
   local jdk=$1
   shift
@@ -104,10 +136,17 @@ run_mvn() {
   "$jdk/bin/java" --sun-misc-unsafe-memory-access=allow -version >/dev/null 2>&1 &&
     opts="--sun-misc-unsafe-memory-access=allow"
   MAVEN_OPTS="${MAVEN_OPTS:-} $opts" JAVA_HOME=$jdk \
-    mvn -B -ntp -Dstyle.color=never -Ddlock.prefix="$prefix" "$@" clean test
+    mvn -B -ntp -Dstyle.color=never -Ddlock.build.dir="$jni_build" "$@" clean test
 }
 
-run_mvn "$jdk17" || { status=1; failed+=("mvn test (JDK 17)"); }
+if run_mvn "$jdk17"; then
+  echo
+  echo "---- the installed artifact, in a project of its own ----"
+  JAVA_HOME=$jdk17 "$here/consumer-test.sh" "$jni_build" || { status=1; failed+=("consumer-test"); }
+else
+  status=1
+  failed+=("mvn test (JDK 17)")
+fi
 
 if [ -x "$jdk25/bin/java" ]; then
   run_mvn "$jdk25" || { status=1; failed+=("mvn test (JDK 25, virtual threads)"); }
@@ -120,7 +159,7 @@ fi
 if [ -x "$root/examples/java/run.sh" ]; then
   echo
   echo "---- examples/java ----"
-  JAVA_HOME=$jdk17 "$root/examples/java/run.sh" "$prefix" || { status=1; failed+=("examples/java"); }
+  JAVA_HOME=$jdk17 DLOCK_JAVA_BUILD_DIR=$jni_build "$root/examples/java/run.sh" || { status=1; failed+=("examples/java"); }
 fi
 
 echo

@@ -2,12 +2,14 @@
  * java.i: the Java side of the SWIG interface. Generates the internal,
  * low-level layer of the Java binding (package io.dlock.internal: the module
  * class DLockNative and its JNI class) plus the C wrapper that becomes
- * libdlock_jni.so, linked against the shared libdlock.so.1. The public
+ * libdlock_jni.so, which links the core and the C API in. The public
  * classes of package io.dlock (bindings/java) sit on top of it.
  *
  *   swig -java -package io.dlock.internal -I<dlock include dir> java.i
  *
- * bindings/java/jni/CMakeLists.txt runs exactly this at build time.
+ * bindings/java/generate.sh runs exactly this; its output is committed
+ * (bindings/java/src/generated, bindings/java/jni/dlock_wrap.c) and checked
+ * against a fresh run by bindings/java/run-tests.sh.
  *
  * What this file settles for Java:
  *  - Handles (dlock_config, dlock_client, dlock_lock) cross as a plain Java
@@ -25,8 +27,9 @@
  *    kept; the values dlock hands out stay far below 2^63.
  *  - dlock_event's strings cross as byte[] (a key is any bytes); struct
  *    proxies get no finalize().
- *  - The JNI library is loaded by the JNI class's static initialiser: from the
- *    path in the system property dlock.jni.path if set, else
+ *  - The JNI library is loaded by the JNI class's static initialiser, through
+ *    io.dlock.internal.NativeLoader (not generated): dlock.jni.path if set,
+ *    else the copy the jar carries for the platform, else
  *    System.loadLibrary("dlock_jni") (java.library.path).
  */
 %module(jniclassname = "DLockNativeJNI") DLockNative
@@ -37,22 +40,7 @@
 /* ---- loading the JNI library ------------------------------------------- */
 %pragma(java) jniclasscode = %{
   static {
-    String path = System.getProperty("dlock.jni.path");
-    try {
-      if (path != null && !path.isEmpty()) {
-        System.load(path);
-      } else {
-        System.loadLibrary("dlock_jni");
-      }
-    } catch (UnsatisfiedLinkError e) {
-      UnsatisfiedLinkError err = new UnsatisfiedLinkError(
-          "dlock: cannot load the JNI library "
-              + (path != null && !path.isEmpty() ? path : "dlock_jni from java.library.path")
-              + " (set -Ddlock.jni.path=/path/to/libdlock_jni.so; it needs libdlock.so.1 on the"
-              + " loader's path): " + e.getMessage());
-      err.initCause(e);
-      throw err;
-    }
+    NativeLoader.load();
   }
 %}
 %pragma(java) moduleclassmodifiers = "public final class"

@@ -1,7 +1,7 @@
 // The operator's view of the lock tables (dlock/admin.hpp): listing and
 // revoking leases, creating and checking the schema, and the server facts
-// `dlock doctor` reports. Its statements live here, next to the code that
-// reads their results; they are the lease scheme's rows seen from outside.
+// `dlock doctor` reports. Its statements are the dialect's (dialect.cc,
+// AdminSql): the lease scheme's rows seen from outside.
 #include "dlock/admin.hpp"
 
 #include <mysqld_error.h>
@@ -17,8 +17,6 @@
 namespace dlock {
 
 namespace {
-
-constexpr const char* kNow = "UTC_TIMESTAMP(6)";
 
 int64_t ToInt(const std::optional<std::string>& v) {
   return v ? std::strtoll(v->c_str(), nullptr, 10) : 0;
@@ -50,12 +48,7 @@ void SplitOwner(LeaseInfo* l) {
   l->host = l->owner.substr(0, p);
 }
 
-// The columns every lease read selects, in this order.
-std::string LeaseColumns() {
-  return std::string("lock_key, owner, fence, TIMESTAMPDIFF(MICROSECOND, create_time, ") + kNow +
-         "), TIMESTAMPDIFF(MICROSECOND, " + kNow + ", expire_time)";
-}
-
+// A lease read (AdminSql): key, owner, fence, held us, remaining us.
 LeaseInfo ReadLease(const Row& row) {
   LeaseInfo l;
   l.key = row[0].value_or("");
@@ -75,7 +68,7 @@ class AdminImpl {
   ClientOptions opts;
   std::unique_ptr<Conn> conn;
   ServerFacts facts;  // read once, on connecting
-  std::string table() const { return QuoteIdent(opts.table); }
+  Statements sql;     // in the server's dialect, built on connecting
   // A statement that failed half-way through a transaction leaves none open.
   Status Abandon(Status s) {
     if (!conn->broken()) (void)conn->Query("ROLLBACK");
@@ -93,29 +86,14 @@ Status DescribeSchema(const std::string& url, SchemaSql* out) {
   out->fence_table = o.table + "_fence";
   out->row_table = o.row_table;
   out->statements.clear();
-  for (const SchemaTable& t : SchemaTables(o)) out->statements.push_back(t.ddl);
-  out->statements.push_back(SchemaSeedSql(o));
+  const Statements sql = OfflineStatements(o);
+  for (const SchemaTable& t : sql.schema.tables) out->statements.push_back(t.ddl);
+  out->statements.push_back(sql.schema.seed);
   return Status::OK();
 }
 
 Status UrlWithoutPassword(const std::string& url, std::string* out) {
-  out->clear();
-  ClientOptions o;
-  Status s = ParseUrl(url, &o);
-  if (!s.ok()) return s;
-  // Split as ParseUrl does: the authority ends at the first '/', the user
-  // part at its last '@', the user name at the first ':' of that.
-  const size_t scheme_end = url.find("://") + 3;
-  const size_t slash = url.find('/', scheme_end);
-  const std::string authority = url.substr(scheme_end, slash - scheme_end);
-  const size_t at = authority.rfind('@');
-  if (at == std::string::npos) {
-    *out = url;
-    return Status::OK();
-  }
-  const std::string user = authority.substr(0, std::min(authority.find(':'), at));
-  *out = url.substr(0, scheme_end) + user + authority.substr(at) + url.substr(slash);
-  return Status::OK();
+  return UrlWithoutPasswordText(url, out);
 }
 
 Admin::Admin(std::unique_ptr<AdminImpl> impl) : impl_(std::move(impl)) {}
@@ -129,7 +107,9 @@ Status Admin::Open(const std::string& url, std::unique_ptr<Admin>* out) {
   if (!s.ok()) return s;
   const ServerInfo& info = impl->conn->server();
   impl->facts.version = info.version;
-  impl->facts.mariadb = info.version.find("MariaDB") != std::string::npos;
+  impl->facts.mariadb = info.mariadb;
+  impl->facts.dialect = info.dialect->name;
+  impl->sql = info.dialect->build(impl->opts, info.mariadb);
   impl->facts.read_only = info.read_only;
   impl->facts.galera = info.galera;
   out->reset(new Admin(std::move(impl)));
@@ -150,10 +130,7 @@ Status Admin::ListLeases(const std::string& prefix, std::vector<LeaseInfo>* out,
   *table_exists = true;
   // Held leases, and revoked ones until they free (their expiry stands).
   ExecResult r;
-  Status s = impl_->conn->Exec("SELECT " + LeaseColumns() + " FROM " + impl_->table() +
-                                   " WHERE expire_time >= " + kNow +
-                                   " AND lock_key LIKE ? ORDER BY lock_key",
-                               {Param::Bytes(PrefixPattern(prefix))}, &r);
+  Status s = impl_->conn->Exec(impl_->sql.admin.list, {Param::Bytes(PrefixPattern(prefix))}, &r);
   if (s.server_errno() == ER_NO_SUCH_TABLE) {
     *table_exists = false;
     return Status::OK();
@@ -168,9 +145,7 @@ Status Admin::GetLease(const std::string& key, LeaseInfo* out, bool* held) {
   Status s = ValidateKey(key);
   if (!s.ok()) return s;
   ExecResult r;
-  s = impl_->conn->Exec("SELECT " + LeaseColumns() + " FROM " + impl_->table() +
-                            " WHERE lock_key = ? AND expire_time >= " + kNow,
-                        {Param::Bytes(key)}, &r);
+  s = impl_->conn->Exec(impl_->sql.admin.get, {Param::Bytes(key)}, &r);
   if (!s.ok()) return s;
   if (r.rows.empty()) return Status::OK();
   *out = ReadLease(r.rows[0]);
@@ -188,31 +163,28 @@ Status Admin::Revoke(const std::string& key, LeaseInfo* out, bool* was_held) {
   // what was revoked.
   s = c.Query("START TRANSACTION");
   if (s.ok())
-    s = c.Exec("SELECT " + LeaseColumns() + " FROM " + impl_->table() +
-                   " WHERE lock_key = ? FOR UPDATE",
-               {Param::Bytes(key)}, &r);
+    s = c.Exec(impl_->sql.admin.lock, {Param::Bytes(key)}, &r);
   if (!s.ok()) return impl_->Abandon(s);
   if (r.rows.empty()) return impl_->Abandon(Status::OK());
   *out = ReadLease(r.rows[0]);
   if (out->revoked || out->expires_in_us < 0) return impl_->Abandon(Status::OK());
   // The owner goes (the holder's next renewal fails), the expiry stays: the
   // lock-delay that lets the holder stop before another owner can start.
-  s = c.Exec("UPDATE " + impl_->table() + " SET owner = '' WHERE lock_key = ? AND owner = ?",
-             {Param::Bytes(key), Param::Bytes(out->owner)}, &r);
+  s = c.Exec(impl_->sql.admin.revoke, {Param::Bytes(key), Param::Bytes(out->owner)}, &r);
   if (s.ok()) s = c.Query("COMMIT");
   if (!s.ok()) return impl_->Abandon(s);
   *was_held = true;
   return Status::OK();
 }
 
-Status Admin::CreateSchema() { return EnsureTables(*impl_->conn, impl_->opts); }
+Status Admin::CreateSchema() { return EnsureTables(*impl_->conn, impl_->sql.schema, impl_->opts); }
 
 Status Admin::CheckSchema(std::vector<TableCheck>* out) {
   out->clear();
-  for (const SchemaTable& t : SchemaTables(impl_->opts)) {
+  for (const SchemaTable& t : impl_->sql.schema.tables) {
     TableCheck tc;
     tc.name = t.name;
-    Status s = CheckTableColumns(*impl_->conn, t.name, t.cols);
+    Status s = CheckTableColumns(*impl_->conn, impl_->sql.schema, t.name, t.cols);
     tc.exists = s.code() != Code::kState;
     if (s.code() == Code::kDb && s.server_errno() == 0) {
       tc.problem = s.message();  // a column dlock needs is missing or of another type
@@ -227,7 +199,7 @@ Status Admin::CheckSchema(std::vector<TableCheck>* out) {
 Status Admin::CheckGrants(bool need_create, GrantCheck* out) {
   *out = GrantCheck();
   ExecResult r;
-  Status s = impl_->conn->Exec("SHOW GRANTS", {}, &r, false);
+  Status s = impl_->conn->Exec(impl_->sql.admin.grants, {}, &r, false);
   if (!s.ok()) return s;
   std::vector<std::string> grants;
   for (const Row& row : r.rows) {
@@ -237,7 +209,7 @@ Status Admin::CheckGrants(bool need_create, GrantCheck* out) {
   }
   const ClientOptions& o = impl_->opts;
   // What the client's open checks (schema.cc), so doctor and open agree.
-  for (const SchemaTable& tb : SchemaTables(o)) {
+  for (const SchemaTable& tb : impl_->sql.schema.tables) {
     const auto have = PrivilegesOn(grants, o.database, tb.name);
     for (const char* p : tb.privileges)
       if (!HasPrivilege(have, p)) out->missing.push_back(std::string(p) + " on " + tb.name);
@@ -250,7 +222,7 @@ Status Admin::CheckClock(ClockCheck* out) {
   struct timeval before, after;
   ExecResult r;
   gettimeofday(&before, nullptr);
-  Status s = impl_->conn->Exec("SELECT UNIX_TIMESTAMP(NOW(6))", {}, &r);
+  Status s = impl_->conn->Exec(impl_->sql.admin.clock, {}, &r);
   gettimeofday(&after, nullptr);
   if (!s.ok()) return s;
   if (r.rows.empty() || !r.rows[0][0]) return Status(Code::kDb, "the server returned no time");
@@ -263,11 +235,7 @@ Status Admin::CheckClock(ClockCheck* out) {
 
 Status Admin::CountLeases(LeaseCounts* out) {
   ExecResult r;
-  Status s = impl_->conn->Exec(
-      std::string("SELECT COUNT(*), IFNULL(SUM(owner <> '' AND expire_time >= ") + kNow +
-          "), 0), IFNULL(SUM(expire_time < " + kNow + " - INTERVAL 1 HOUR), 0) FROM " +
-          impl_->table(),
-      {}, &r);
+  Status s = impl_->conn->Exec(impl_->sql.admin.counts, {}, &r);
   if (!s.ok()) return s;
   if (r.rows.empty()) return Status(Code::kDb, "the server returned no count");
   out->rows = ToInt(r.rows[0][0]);

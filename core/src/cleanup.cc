@@ -5,6 +5,7 @@
 #include <random>
 
 #include "client_impl.h"
+#include "lease_ops.h"
 
 namespace dlock {
 
@@ -15,15 +16,16 @@ void ClientImpl::StartJanitor() {
 
 void ClientImpl::JanitorLoop() {
   mysql_thread_init();
-  std::unique_lock<std::mutex> g(janitor_mu_);
+  RelockableMutexLock g(janitor_mu_);
   while (!janitor_stop_) {
     // Spread the clients of a fleet: +-10% jitter on the interval.
     thread_local std::minstd_rand rng(std::random_device{}());
     int64_t iv = opts_.cleanup_interval_ms;
     std::uniform_int_distribution<int64_t> d(iv * 9 / 10, iv * 11 / 10);
-    if (janitor_cv_.wait_for(g, std::chrono::milliseconds(d(rng)), [&] { return janitor_stop_; }))
-      break;
-    g.unlock();
+    const auto until = Clock::now() + std::chrono::milliseconds(d(rng));
+    while (!janitor_stop_ && Clock::now() < until) janitor_cv_.wait_until(janitor_mu_, until);
+    if (janitor_stop_) break;
+    g.Unlock();
     uint64_t deleted = 0;
     bool ran = false;
     Status s = Cleanup(&deleted, &ran);
@@ -31,9 +33,9 @@ void ClientImpl::JanitorLoop() {
       Raise(EventType::kCleanup, Severity::kWarning, "", "", 0,
             "periodic cleanup failed: " + s.message());
     }
-    g.lock();
+    g.Lock();
   }
-  g.unlock();
+  g.Unlock();
   mysql_thread_end();
 }
 
@@ -46,17 +48,16 @@ namespace {
 // and exactly those rows go. A re-created key then starts above every
 // token it ever issued (B1). Re-running it is safe: it selects again.
 // *found: the expired rows it saw; *deleted grows by those it deleted.
-Status CleanupBatch(SqlConn& c, const std::string& t, const std::string& f,
-                    const std::string& cutoff, int limit, uint64_t* found, uint64_t* deleted) {
-  const std::string range = " WHERE expire_time < ? ORDER BY expire_time LIMIT ?";
+Status CleanupBatch(SqlConn& c, const CleanupSql& sql, const std::string& cutoff, int limit,
+                    uint64_t* found, uint64_t* deleted) {
   const std::vector<Param> p = {Param::Text(cutoff), Param::Int(limit)};
   ExecResult r;
   uint64_t max_fence = 0, gone = 0;
   // REPEATABLE READ: the locking read below must lock the index gaps too.
-  Status s = c.Query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+  Status s = c.Query(sql.isolation);
   if (s.ok()) s = c.Query("START TRANSACTION");
-  if (s.ok()) s = c.Exec("SELECT fence_floor FROM " + f + " WHERE id = 1 FOR UPDATE", {}, &r);
-  if (s.ok()) s = c.Exec("SELECT fence FROM " + t + range + " FOR UPDATE", p, &r);
+  if (s.ok()) s = c.Exec(sql.lock_floor, {}, &r);
+  if (s.ok()) s = c.Exec(sql.pick, p, &r);
   if (s.ok()) {
     *found = r.rows.size();
     for (const Row& row : r.rows)
@@ -64,9 +65,8 @@ Status CleanupBatch(SqlConn& c, const std::string& t, const std::string& f,
         max_fence = std::max<uint64_t>(max_fence, std::strtoull(row[0]->c_str(), nullptr, 10));
   }
   if (s.ok() && *found > 0) {
-    s = c.Exec("UPDATE " + f + " SET fence_floor = GREATEST(fence_floor, ?) WHERE id = 1",
-               {Param::Int(static_cast<int64_t>(max_fence))}, &r);
-    if (s.ok()) s = c.Exec("DELETE FROM " + t + range, p, &r);
+    s = c.Exec(sql.raise_floor, {Param::Int(static_cast<int64_t>(max_fence))}, &r);
+    if (s.ok()) s = c.Exec(sql.remove, p, &r);
     if (s.ok()) gone = r.affected;
   }
   if (s.ok()) s = c.Query("COMMIT");
@@ -80,12 +80,11 @@ Status CleanupBatch(SqlConn& c, const std::string& t, const std::string& f,
 Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
   *deleted = 0;
   *ran = false;
-  const std::string t = QuoteIdent(opts_.table), f = QuoteIdent(opts_.table + "_fence");
   // One cleaner at a time across all clients: a lease of its own (A8).
   static const std::string kGuard = "dlock:cleanup";
   const std::string owner = NewOwner();
   LeaseAttempt a;
-  Status s = LeaseAcquire(kGuard, owner, 60000, Clock::now(), nullptr, &a);
+  Status s = LeaseAcquire(*this, kGuard, owner, 60000, Clock::now(), nullptr, &a);
   if (!s.ok()) return s;
   if (!a.won) return Status::OK();
   *ran = true;
@@ -98,27 +97,25 @@ Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
     ExecResult r;
     std::string cutoff;
     if (s.ok())
-      s = conn->Exec(
-          "SELECT DATE_FORMAT(UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND, '%Y-%m-%d %H:%i:%s.%f')",
-          {Param::Int(opts_.cleanup_grace_ms * 1000)}, &r);
+      s = conn->Exec(sql_.cleanup.cutoff, {Param::Int(opts_.cleanup_grace_ms * 1000)}, &r);
     if (s.ok() && !r.rows.empty() && r.rows[0][0]) cutoff = *r.rows[0][0];
     for (int batch = 0; s.ok() && !cutoff.empty() && batch < 1000; ++batch) {
       uint64_t found = 0;
       RetryPolicy p("cleanup", RetryUntil(Clock::now()));
       s = RunIdempotent(nullptr, &conns, p, [&](SqlConn& c, bool) {
         conn = &c;
-        return CleanupBatch(c, t, f, cutoff, opts_.cleanup_batch, &found, deleted);
+        return CleanupBatch(c, sql_.cleanup, cutoff, opts_.cleanup_batch, &found, deleted);
       });
       if (found < static_cast<uint64_t>(opts_.cleanup_batch)) break;
     }
     if (s.ok()) {
-      Status c = conn->Exec("SELECT COUNT(*) FROM " + t, {}, &r);
+      Status c = conn->Exec(sql_.cleanup.count, {}, &r);
       if (c.ok() && !r.rows.empty() && r.rows[0][0])
         counters_.table_rows.store(std::strtoull(r.rows[0][0]->c_str(), nullptr, 10));
     }
   }  // the connection goes back before the guard's release needs one
   bool released = false, ours = false;
-  (void)LeaseRelease(kGuard, owner, nullptr, &released, &ours);
+  (void)LeaseRelease(*this, kGuard, owner, nullptr, &released, &ours);
   counters_.cleanup_runs.fetch_add(1);
   counters_.cleanup_deleted.fetch_add(*deleted);
   if (*deleted > 0) {

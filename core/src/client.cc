@@ -36,10 +36,7 @@ ClientImpl::ClientImpl(ClientOptions opts, LockOptions lock_defaults)
       pid_(getpid()),
       host_(HostName()),
       events_(static_cast<size_t>(opts_.events)),
-      renewer_(this) {
-  lease_sql_ = MakeLeaseSql(opts_);
-  row_sql_ = MakeRowSql(opts_);
-}
+      renewer_(this) {}
 
 Status ClientImpl::Open(const std::string& url, const Config& cfg, std::unique_ptr<ClientImpl>* out) {
   ClientOptions opts;
@@ -57,6 +54,8 @@ Status ClientImpl::Open(const std::string& url, const Config& cfg, std::unique_p
     s = c->pool_.Get(Clock::now() + std::chrono::seconds(c->opts_.connect_timeout_s), &conn);
     if (!s.ok()) return s;
     c->server_ = conn->server();
+    // The statements are built once the server said what it is.
+    c->sql_ = c->server_.dialect->build(c->opts_, c->server_.mariadb);
     s = c->InitSchema(*conn);
     if (!s.ok()) return s;
   }
@@ -66,7 +65,7 @@ Status ClientImpl::Open(const std::string& url, const Config& cfg, std::unique_p
 
 ClientImpl::~ClientImpl() {
   {
-    std::lock_guard<std::mutex> g(janitor_mu_);
+    MutexLock g(janitor_mu_);
     janitor_stop_ = true;
     janitor_cv_.notify_all();
   }
@@ -111,12 +110,12 @@ Status PoolConns::Fresh(SqlConn** out) {
 }
 
 bool ClientImpl::RowKnown(const std::string& name) {
-  std::lock_guard<std::mutex> g(rows_mu_);
+  MutexLock g(rows_mu_);
   return known_rows_.count(name) > 0;
 }
 
 void ClientImpl::NoteRow(const std::string& name) {
-  std::lock_guard<std::mutex> g(rows_mu_);
+  MutexLock g(rows_mu_);
   if (known_rows_.size() > 100000) known_rows_.clear();  // bound the memory
   known_rows_.insert(name);
 }

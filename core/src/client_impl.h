@@ -1,5 +1,6 @@
-// The client behind dlock::Client: options, the connection pool, the SQL of
-// both lock schemes (built once from validated table names) and the schema.
+// The client behind dlock::Client: options, the connection pool, the
+// statements of its dialect (built once from validated table names) and the
+// schema.
 #ifndef DLOCK_CORE_CLIENT_IMPL_H_
 #define DLOCK_CORE_CLIENT_IMPL_H_
 
@@ -20,77 +21,16 @@
 #include "pool.h"
 #include "renewer.h"
 #include "retry.h"
+#include "shared_locks.h"
+#include "thread_annotations.h"
 #include "waiters.h"
 
 namespace dlock {
 
-// Lease-lock statements (scheme 1). Each is one round trip.
-struct LeaseSql {
-  std::string acquire;  // params: key, owner, ttl_us
-  std::string renew;    // params: ttl_us, key, owner
-  std::string release;  // params: key, owner
-  std::string read;     // params: key
-  std::string get_name;      // params: name, timeout_us -> 1 / 0 / NULL
-  std::string release_name;  // params: name
-  std::string release_and_wake;  // params: name, key, owner
-};
-
-// Row-lock statements (scheme 2).
-struct RowSql {
-  std::string exists;  // params: name
-  std::string create;  // params: name
-  std::string nowait;  // params: name; a row back = locked
-  // Lock waiting at most kRowSlicesMs[i] ms; params: name.
-  std::vector<std::string> sliced;
-};
-
-// A table name as an SQL identifier (names are validated at parse time).
-inline std::string QuoteIdent(const std::string& ident) { return "`" + ident + "`"; }
-
-// The statements of each scheme are built once per client from the
-// validated table names, in the scheme's own file (lease_scheme.cc,
-// row_scheme.cc) next to the code that runs them and reads their results.
-LeaseSql MakeLeaseSql(const ClientOptions& opts);
-RowSql MakeRowSql(const ClientOptions& opts);
-
-// The wait slices a row-lock acquisition is made of: a bounded set, so that
-// every statement stays prepared and cached.
-extern const int64_t kRowSlicesMs[];
-extern const size_t kRowSliceCount;
-
-// Brackets every attempt of a statement that may block (on each connection
-// the retries use), so that a cancel can end it at once by shutting its
-// socket: a lock's LockHost::EnterServerWait / LeaveServerWait (scheme.h).
-// enter returns false when the call was cancelled already (the statement
-// is not sent).
-struct ServerWait {
-  std::function<bool(Conn&)> enter;
-  std::function<void()> leave;
-};
-
-struct LeaseAttempt {
-  bool won = false;
-  uint64_t fence = 0;           // when won
-  int64_t remaining_us = 0;     // when busy: the holder's lease, by the DB clock
-  Clock::time_point sent_at{};  // when the winning statement was sent
-};
-
-// The lock tables: name, the column types dlock checks (type prefixes, as
-// information_schema spells them), the DDL that creates the table and the
-// privileges dlock's statements need on it. The single source for the
-// client's own schema setup and for `dlock init --print-sql` / `dlock doctor`.
-struct SchemaTable {
-  std::string name;
-  std::vector<std::pair<std::string, std::string>> cols;
-  std::string ddl;
-  std::vector<const char*> privileges;  // "SELECT", "INSERT", "UPDATE", "DELETE"
-};
-std::vector<SchemaTable> SchemaTables(const ClientOptions& opts);
-// Seeds the fencing-floor row (idempotent).
-std::string SchemaSeedSql(const ClientOptions& opts);
+// The lock tables (their statements: dialect.h's TableSql).
 // OK when table has the columns want (type prefixes); kState when it does
 // not exist; kDb naming the column that is missing or of another type.
-Status CheckTableColumns(Conn& conn, const std::string& table,
+Status CheckTableColumns(Conn& conn, const TableSql& sql, const std::string& table,
                          const std::vector<std::pair<std::string, std::string>>& want);
 // Whether the connection's user holds the privileges dlock needs on an
 // existing table (its statements prepared, never run): kDb naming the
@@ -100,16 +40,7 @@ Status CheckTablePrivileges(Conn& conn, const ClientOptions& opts, const SchemaT
 // user's privileges on them, and seeds the fencing floor: a client's open,
 // and `dlock init`. A table missing without the CREATE privilege is kDb
 // saying to run `dlock init`.
-Status EnsureTables(Conn& conn, const ClientOptions& opts);
-// A lease table made again after a drop continues above the next multiple
-// of kFenceEpoch: the floor jumps there (2^40: a key would need 10^12
-// acquisitions within one epoch to reach the next; after 8192 re-creations
-// tokens are still below 2^53, exact as a double).
-constexpr uint64_t kFenceEpoch = uint64_t{1} << 40;
-// Moves the floor to the next epoch; run before the lease table is created
-// again (schema.cc).
-std::string FenceEpochSql(const ClientOptions& opts);
-
+Status EnsureTables(Conn& conn, const TableSql& sql, const ClientOptions& opts);
 class ClientImpl {
  public:
   static Status Open(const std::string& url, const Config& cfg, std::unique_ptr<ClientImpl>* out);
@@ -120,8 +51,9 @@ class ClientImpl {
   const ServerInfo& server() const { return server_; }
   Pool& pool() { return pool_; }
   pid_t pid() const { return pid_; }
-  const LeaseSql& lease_sql() const { return lease_sql_; }
-  const RowSql& row_sql() const { return row_sql_; }
+  // Every statement it sends, in the server's dialect (built at Open,
+  // once the first connection said which server this is).
+  const Statements& sql() const { return sql_; }
 
   // host:pid:uuid, new for every acquisition (A4).
   std::string NewOwner();
@@ -134,34 +66,15 @@ class ClientImpl {
   // one: the call's deadline, or connect_timeout from now if that is later.
   Clock::time_point RetryUntil(Clock::time_point deadline) const;
 
-  // Scheme 1, one statement each (defined in lease_scheme.cc, beside the
-  // statements), re-run on a fresh connection when the connection drops
-  // (they are idempotent for the same owner) and on 1213: RunIdempotent
-  // (retry.h).
-  // preferred: a connection the caller already holds (used first; the pool
-  // serves the retries), or nullptr.
-  // wait (may be null): brackets each attempt's statement (ServerWait).
-  Status LeaseAcquire(const std::string& key, const std::string& owner, int64_t ttl_ms,
-                      Clock::time_point deadline, Conn* preferred, LeaseAttempt* out,
-                      const std::function<bool()>& stop = nullptr,
-                      const ServerWait* wait = nullptr);
-  // *renewed: the row was ours and live by the DB clock, and is extended.
-  Status LeaseRenew(const std::string& key, const std::string& owner, int64_t ttl_ms,
-                    bool* renewed, Clock::time_point* sent_at);
-  // *released: our row was live and is now free; *ours: it was still ours
-  // (false = someone else's now).
-  Status LeaseRelease(const std::string& key, const std::string& owner, Conn* preferred,
-                      bool* released, bool* ours);
-
   // Creates the lock tables that are missing and checks the columns of
   // those that exist (Open does it too; this is for an open client, e.g.
   // after the tables were dropped). Forgets which lock rows it saw.
-  Status EnsureSchema();
+  Status EnsureSchema() EXCLUDES(rows_mu_);
 
   // Row locks: the rows this client knows exist (so that an acquisition
   // does not check again).
-  bool RowKnown(const std::string& name);
-  void NoteRow(const std::string& name);
+  bool RowKnown(const std::string& name) EXCLUDES(rows_mu_);
+  void NoteRow(const std::string& name) EXCLUDES(rows_mu_);
 
   // A8: deletes leases expired for longer than the grace, in batches, while
   // holding the cleanup lock (skipped, *ran = false, when another client
@@ -184,13 +97,8 @@ class ClientImpl {
   bool PopEvent(Clock::time_point deadline, Event* out) { return events_.Pop(deadline, out); }
   Renewer& renewer() { return renewer_; }
   // The lock objects of this client that share a hold (holder=thread,
-  // reentrant): *out is the live LockImpl for identity (mode and key), or
-  // make() a new one. kInvalid, naming the option, when the live one has
-  // other lock options.
-  Status SharedLock(const std::string& identity, const LockOptions& opts,
-                    const std::function<std::shared_ptr<LockImpl>()>& make,
-                    std::shared_ptr<LockImpl>* out);
-  void ForgetLock(const std::string& identity, const LockImpl* l);
+  // reentrant), by identity (mode and key): shared_locks.h.
+  SharedLocks& shared_locks() { return shared_locks_; }
   WaitQueues& waiters() { return waiters_; }
   // Wake-up names (GET_LOCK) are used unless the server is a Galera node.
   bool wakeup_supported() const { return !server_.galera; }
@@ -205,21 +113,19 @@ class ClientImpl {
   ServerInfo server_;
   pid_t pid_;
   std::string host_;
-  LeaseSql lease_sql_;
-  RowSql row_sql_;
-  std::mutex locks_mu_;
-  std::unordered_map<std::string, std::weak_ptr<LockImpl>> locks_;
-  std::mutex rows_mu_;
-  std::unordered_set<std::string> known_rows_;
+  Statements sql_;
+  SharedLocks shared_locks_;
+  Mutex rows_mu_;
+  std::unordered_set<std::string> known_rows_ GUARDED_BY(rows_mu_);
   Counters counters_;
   Events events_;
   WaitQueues waiters_;
   // Periodic cleanup (cleanup_interval_ms > 0).
-  std::mutex janitor_mu_;
-  std::condition_variable janitor_cv_;
-  bool janitor_stop_ = false;
-  std::thread janitor_;
-  void JanitorLoop();
+  Mutex janitor_mu_;
+  std::condition_variable_any janitor_cv_;  // waits on janitor_mu_
+  bool janitor_stop_ GUARDED_BY(janitor_mu_) = false;
+  std::thread janitor_;  // started by StartJanitor after Open, joined by the destructor
+  void JanitorLoop() EXCLUDES(janitor_mu_);
   // Declared last: destroyed first, while everything it uses still exists.
   Renewer renewer_;
 

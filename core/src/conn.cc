@@ -156,7 +156,7 @@ Status Conn::Connect(const ClientOptions& o, std::unique_ptr<Conn>* out) {
       return Status::Internal("cannot set close-on-exec on the connection's socket");
   }
   c->where_ = o.Where();
-  Status s = c->ReadServerInfo();
+  Status s = c->ReadServerInfo(o.dialect);
   if (!s.ok()) return s;
   *out = std::move(c);
   return Status::OK();
@@ -230,13 +230,13 @@ Status Conn::Fail(const char* what, unsigned err, const char* msg) {
                 static_cast<int>(err));
 }
 
-Status Conn::ReadServerInfo() {
-  // One round trip; information_schema so that servers built without wsrep
-  // do not fail on an unknown variable.
-  const char* sql =
-      "SELECT @@global.read_only, @@global.innodb_read_only, @@version, "
-      "IFNULL((SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES "
-      "WHERE VARIABLE_NAME='WSREP_ON'),'OFF')";
+Status Conn::ReadServerInfo(SqlDialect forced) {
+  // The handshake's version says which dialect the server speaks (no round
+  // trip); the dialect's facts query is one.
+  const char* hello = mysql_get_server_info(m_);
+  server_.dialect = &ChooseDialect(forced, hello ? hello : "");
+  server_.mariadb = IsMariaDbVersion(hello ? hello : "");
+  const char* sql = server_.dialect->server_facts;
   if (mysql_real_query(m_, sql, std::strlen(sql)) != 0)
     return Fail("reading server state", mysql_errno(m_), mysql_error(m_));
   MYSQL_RES* res = mysql_store_result(m_);

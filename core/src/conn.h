@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dialect.h"
 #include "dlock/core.hpp"
 #include "options.h"
 
@@ -44,6 +45,9 @@ struct ServerInfo {
   bool read_only = false;
   bool galera = false;
   std::string version;
+  bool mariadb = false;  // the version names MariaDB
+  // The statements to send it (the `dialect` option, or the version's word).
+  const Dialect* dialect = nullptr;
 };
 
 // Errors after which the connection is unusable.
@@ -132,7 +136,7 @@ class Conn : public SqlConn {
     if (sent_ != nullptr) sent_->fetch_add(1, std::memory_order_relaxed);
   }
   Status Fail(const char* what, unsigned err, const char* msg);
-  Status ReadServerInfo();
+  Status ReadServerInfo(SqlDialect forced);
 
   MYSQL* m_;
   int fd_ = -1;  // the socket, read once: Abort() runs on other threads

@@ -12,6 +12,7 @@
 
 #include "counter_table.h"
 #include "dlock/core.hpp"
+#include "thread_annotations.h"
 
 namespace dlock {
 
@@ -26,11 +27,11 @@ class Events {
  public:
   explicit Events(size_t capacity) : capacity_(capacity) {}
 
-  void Push(Event e, std::atomic<uint64_t>* dropped) {
+  void Push(Event e, std::atomic<uint64_t>* dropped) EXCLUDES(mu_) {
     e.unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::system_clock::now().time_since_epoch())
                     .count();
-    std::lock_guard<std::mutex> g(mu_);
+    MutexLock g(mu_);
     if (capacity_ == 0) {
       dropped->fetch_add(1);
       return;
@@ -43,19 +44,20 @@ class Events {
     cv_.notify_all();
   }
 
-  bool Pop(std::chrono::steady_clock::time_point deadline, Event* out) {
-    std::unique_lock<std::mutex> g(mu_);
-    if (!cv_.wait_until(g, deadline, [&] { return !q_.empty(); })) return false;
+  bool Pop(std::chrono::steady_clock::time_point deadline, Event* out) EXCLUDES(mu_) {
+    MutexLock g(mu_);
+    while (q_.empty())
+      if (cv_.wait_until(mu_, deadline) == std::cv_status::timeout && q_.empty()) return false;
     *out = std::move(q_.front());
     q_.pop_front();
     return true;
   }
 
  private:
-  size_t capacity_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Event> q_;
+  const size_t capacity_;
+  Mutex mu_;
+  std::condition_variable_any cv_;  // waits on mu_: an event was queued
+  std::deque<Event> q_ GUARDED_BY(mu_);
 };
 
 }  // namespace dlock

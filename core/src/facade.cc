@@ -100,43 +100,6 @@ Lock::~Lock() {
   impl_->Close(*me_);
 }
 
-// Lock objects of one client for one key and mode that share a hold
-// (holder=thread, reentrant) share one LockImpl: a thread holding the key
-// enters again through any of them (article 6.4). They must agree on every
-// lock option (option_table.h, compared row by row), or one object's ttl,
-// renewal or transaction would silently be another's: a second object that
-// differs is refused, naming the option.
-Status ClientImpl::SharedLock(const std::string& identity, const LockOptions& opts,
-                              const std::function<std::shared_ptr<LockImpl>()>& make,
-                              std::shared_ptr<LockImpl>* out) {
-  std::lock_guard<std::mutex> g(locks_mu_);
-  auto it = locks_.find(identity);
-  if (it != locks_.end()) {
-    if (std::shared_ptr<LockImpl> l = it->second.lock()) {
-      std::string theirs, ours;
-      if (const OptionInfo* o = FirstDifference(l->options(), opts, &theirs, &ours))
-        return Status::Invalid(
-            "lock '" + QuoteKey(l->key()) + "' is already open on this client with " + o->name + "=" +
-            QuoteKey(theirs) + ", and this object asks for " + o->name + "=" + QuoteKey(ours) +
-            ": lock objects of one key share their hold (holder=thread), so they must agree on "
-            "every lock option (or use holder=lock or reentrant=0 for a holder of its own)");
-      *out = std::move(l);
-      return Status::OK();
-    }
-  }
-  *out = make();
-  locks_[identity] = *out;
-  return Status::OK();
-}
-
-void ClientImpl::ForgetLock(const std::string& identity, const LockImpl* l) {
-  (void)l;
-  std::lock_guard<std::mutex> g(locks_mu_);
-  auto it = locks_.find(identity);
-  // Only if no newer object has taken the entry meanwhile.
-  if (it != locks_.end() && it->second.expired()) locks_.erase(it);
-}
-
 Status Lock::Open(std::shared_ptr<Client> client, const std::string& key, const Config& cfg,
                   std::unique_ptr<Lock>* out) {
   if (!client) return Status::Invalid("client is NULL");
@@ -161,7 +124,7 @@ Status Lock::Open(std::shared_ptr<Client> client, const std::string& key, const 
     ClientImpl* ci = client->impl();
     // A lease lock and a row lock of one key are two locks (two tables).
     const std::string id = std::string(kLockModeWords[static_cast<int>(opts.mode)]) + ':' + key;
-    s = ci->SharedLock(id, opts, [&] { return std::make_shared<LockImpl>(client, key, opts, id); },
+    s = ci->shared_locks().Get(id, key, opts, [&] { return std::make_shared<LockImpl>(client, key, opts, id); },
                        &impl);
     if (!s.ok()) return s;
   } else {

@@ -1,6 +1,6 @@
 // The lease scheme: a lock is a row with an owner and an expiry by the
 // database's clock (the article's scheme 1, with fencing tokens). Acquire,
-// renew and release are one statement each (client.cc runs them with the
+// renew and release are one statement each (lease_ops.cc runs them with the
 // retry rules); this file decides when to run them, waits for a busy lease
 // (in line with this process's other waiters, woken by the holder's
 // wake-up name), and keeps the lock's own connection for a transaction
@@ -13,6 +13,7 @@
 #include <random>
 
 #include "client_impl.h"
+#include "lease_ops.h"
 #include "retry.h"
 #include "scheme.h"
 
@@ -30,13 +31,6 @@ int64_t JitterUs(int64_t us) {
   thread_local std::minstd_rand rng(std::random_device{}());
   std::uniform_int_distribution<int64_t> d(us * 3 / 4, us + us / 4);
   return d(rng);
-}
-
-// What a release statement said (it matches our row only while we own it,
-// and reports through LAST_INSERT_ID whether the lease was still live).
-void ReadRelease(const ExecResult& r, bool* freed, bool* ours) {
-  *ours = r.affected == 1;
-  *freed = *ours && r.insert_id == 1;
 }
 
 // The wake-up name of a lease row (GET_LOCK): a hint for waiters, never
@@ -165,7 +159,7 @@ Status LeaseScheme::Attempt(Clock::time_point deadline, CancelToken cancel, Gran
   // wait: immediate also when the server does not answer.
   const ServerWait wait{[&](Conn& conn) { return host_->EnterServerWait(conn, cancel); },
                         [&] { host_->LeaveServerWait(); }};
-  Status s = c_->LeaseAcquire(db_key_, out->owner, opts_.ttl_ms, deadline,
+  Status s = LeaseAcquire(*c_, db_key_, out->owner, opts_.ttl_ms, deadline,
                               own_conn_ ? &*own_conn_ : nullptr, &a,
                               [&] { return cancel.cancelled(); }, &wait);
   // Cancelled, also when that cut the statement off in flight (its outcome
@@ -240,7 +234,7 @@ Status LeaseScheme::GetWakeName(Conn& conn, Clock::time_point until, CancelToken
     int64_t slice = std::min(left_us, cap_us);
     ExecResult r;
     if (!host_->EnterServerWait(conn, cancel)) return Cancelled();
-    Status s = conn.Exec(c_->lease_sql().get_name, {Param::Bytes(wake_name_), Param::Int(slice)}, &r);
+    Status s = conn.Exec(c_->sql().lease.get_name, {Param::Bytes(wake_name_), Param::Int(slice)}, &r);
     host_->LeaveServerWait();
     // Noted before the cancel is: a name we got is given back (DropWakeName).
     *got = s.ok() && !r.rows.empty() && r.rows[0][0] && *r.rows[0][0] == "1";
@@ -257,7 +251,7 @@ Status LeaseScheme::GetWakeName(Conn& conn, Clock::time_point until, CancelToken
 void LeaseScheme::DropWakeName() {
   if (has_wake_name_ && own_conn_ && !own_conn_->broken()) {
     ExecResult r;
-    Status s = own_conn_->Exec(c_->lease_sql().release_name, {Param::Bytes(wake_name_)}, &r);
+    Status s = own_conn_->Exec(c_->sql().lease.release_name, {Param::Bytes(wake_name_)}, &r);
     if (!s.ok()) own_conn_->MarkTainted();  // the pool's reset frees the name
   }
   has_wake_name_ = false;
@@ -284,7 +278,7 @@ void LeaseScheme::Abandon(const std::string& owner) {
   // Frees the row if it is still ours by the database clock; leaves it
   // alone otherwise.
   bool released = false, ours = false;
-  (void)c_->LeaseRelease(db_key_, owner, own_conn_ ? &*own_conn_ : nullptr, &released, &ours);
+  (void)LeaseRelease(*c_, db_key_, owner, own_conn_ ? &*own_conn_ : nullptr, &released, &ours);
   DropWakeName();
 }
 
@@ -302,7 +296,7 @@ Status LeaseScheme::Renew(const std::string& owner, Clock::time_point acquired_a
   }
   bool renewed = false;
   Clock::time_point sent;
-  Status s = c_->LeaseRenew(db_key_, owner, opts_.ttl_ms, &renewed, &sent);
+  Status s = LeaseRenew(*c_, db_key_, owner, opts_.ttl_ms, &renewed, &sent);
   if (!s.ok()) return s;
   if (!renewed) {
     const std::string why = host_->MarkLost(
@@ -321,7 +315,7 @@ Status LeaseScheme::ReleaseDb(const std::string& owner, Status* business, bool* 
   if (txn_open_) {
     // A7: the release joins the caller's transaction; both commit or neither.
     ExecResult r;
-    s = own_conn_->Exec(c_->lease_sql().release, {Param::Bytes(db_key_), Param::Bytes(owner)}, &r);
+    s = own_conn_->Exec(c_->sql().lease.release, {Param::Bytes(db_key_), Param::Bytes(owner)}, &r);
     if (s.ok()) {
       ReadRelease(r, freed, ours);
       *business = EndTxn(*freed ? "COMMIT" : "ROLLBACK");
@@ -338,20 +332,20 @@ Status LeaseScheme::ReleaseDb(const std::string& owner, Status* business, bool* 
                       : Status(s.code(), "the transaction was rolled back: " + s.message(),
                                s.server_errno());
       // Still release the lease itself, outside the transaction.
-      s = c_->LeaseRelease(db_key_, owner, nullptr, freed, ours);
+      s = LeaseRelease(*c_, db_key_, owner, nullptr, freed, ours);
     }
   } else if (has_wake_name_ && own_conn_ && !own_conn_->broken()) {
     ExecResult r;
-    s = own_conn_->Exec(c_->lease_sql().release_and_wake,
+    s = own_conn_->Exec(c_->sql().lease.release_and_wake,
                         {Param::Bytes(wake_name_), Param::Bytes(db_key_), Param::Bytes(owner)}, &r);
     if (s.ok()) {
       ReadRelease(r, freed, ours);
       if (*ours) has_wake_name_ = false;  // given up inside the statement
     } else {  // dropped: the retrying path re-checks on a fresh connection
-      s = c_->LeaseRelease(db_key_, owner, nullptr, freed, ours);
+      s = LeaseRelease(*c_, db_key_, owner, nullptr, freed, ours);
     }
   } else {
-    s = c_->LeaseRelease(db_key_, owner, own_conn_ ? &*own_conn_ : nullptr, freed, ours);
+    s = LeaseRelease(*c_, db_key_, owner, own_conn_ ? &*own_conn_ : nullptr, freed, ours);
   }
   DropWakeName();
   if (!s.ok()) *freed = false;
@@ -421,7 +415,7 @@ Status LeaseScheme::Exec(const std::string& sql, const std::vector<const std::st
     return Status::StateError("exec on a lease lock needs begin() first (A7: the release then "
                               "commits with the transaction)");
   bool open = true;
-  Status s = ExecInTransaction(*own_conn_, sql, params, affected, &open);
+  Status s = ExecInTransaction(*own_conn_, c_->sql().session, sql, params, affected, &open);
   if (own_conn_->broken()) return s;  // release finds out, and rolls the transaction back
   if (open) return s;
   txn_open_ = false;
@@ -435,117 +429,6 @@ Status LeaseScheme::Exec(const std::string& sql, const std::vector<const std::st
 }
 
 }  // namespace
-
-LeaseSql MakeLeaseSql(const ClientOptions& opts) {
-  LeaseSql sql;
-  const std::string t = QuoteIdent(opts.table);
-  const std::string f = QuoteIdent(opts.table + "_fence");
-  const std::string now = "UTC_TIMESTAMP(6)";
-  // One statement takes a free key, takes over an expired lease, or repeats
-  // our own acquisition (a retry after a dropped connection). Assignment
-  // order matters: fence and create_time read the old expiry, owner is
-  // decided next, expire_time last (it compares against the new owner).
-  // The fence of a new row starts above every token that cleanup deleted
-  // (the floor, read with a share lock so that cleanup cannot slip between).
-  // When busy, the holder's remaining microseconds come back through
-  // LAST_INSERT_ID without changing the row, so waiters need no extra read.
-  sql.acquire =
-      "INSERT INTO " + t + " (lock_key, owner, expire_time, create_time, fence) VALUES (?, ?, " +
-      now + " + INTERVAL ? MICROSECOND, " + now +
-      ", LAST_INSERT_ID(COALESCE((SELECT fence_floor FROM " + f +
-      " WHERE id = 1 LOCK IN SHARE MODE), 0) + 1)) ON DUPLICATE KEY UPDATE "
-      "fence = IF(expire_time < " + now + ", LAST_INSERT_ID(fence + 1), "
-      "IF(owner = VALUES(owner), LAST_INSERT_ID(fence), "
-      "fence + 0 * LAST_INSERT_ID(GREATEST(0, TIMESTAMPDIFF(MICROSECOND, " + now + ", expire_time))))), "
-      "create_time = IF(expire_time < " + now + ", " + now + ", create_time), "
-      "owner = IF(expire_time < " + now + " OR owner = VALUES(owner), VALUES(owner), owner), "
-      "expire_time = IF(owner = VALUES(owner), VALUES(expire_time), expire_time)";
-  sql.renew = "UPDATE " + t + " SET expire_time = " + now +
-                     " + INTERVAL ? MICROSECOND WHERE lock_key = ? AND owner = ? AND expire_time >= " +
-                     now;
-  // Release frees the row in place (the fence survives) and reports through
-  // LAST_INSERT_ID whether the lease was still live by the DB clock.
-  sql.release = "UPDATE " + t +
-                       " SET owner = '', expire_time = IF(LAST_INSERT_ID(expire_time >= " + now +
-                       "), '1970-01-01 00:00:00', '1970-01-01 00:00:00') "
-                       "WHERE lock_key = ? AND owner = ?";
-  sql.read = "SELECT owner, fence, TIMESTAMPDIFF(MICROSECOND, " + now +
-                    ", expire_time) FROM " + t + " WHERE lock_key = ?";
-  // Wake-up hint only (never exclusion): a waiter blocks here until the
-  // holder that came through this same path releases, or the timeout.
-  sql.get_name = "SELECT GET_LOCK(?, ? / 1000000)";
-  sql.release_name = "DO RELEASE_LOCK(?)";
-  // The release of a holder that keeps the wake-up name gives the name up
-  // inside the same statement: the next waiter is woken while our commit is
-  // being flushed, and its acquire queues on the row lock we release at
-  // commit, instead of starting only after our reply came back.
-  sql.release_and_wake = "UPDATE " + t +
-                                " SET owner = '', expire_time = IF(LAST_INSERT_ID(expire_time >= " +
-                                now + ") + 0 * IFNULL(RELEASE_LOCK(?), 0), '1970-01-01 00:00:00', "
-                                "'1970-01-01 00:00:00') WHERE lock_key = ? AND owner = ?";
-  return sql;
-}
-
-// The three one-statement operations, for the scheme and for cleanup's
-// guard lease; idempotent for the same owner, so RunIdempotent re-runs them
-// after a dropped connection.
-
-Status ClientImpl::LeaseAcquire(const std::string& key, const std::string& owner, int64_t ttl_ms,
-                                Clock::time_point deadline, Conn* preferred, LeaseAttempt* out,
-                                const std::function<bool()>& stop, const ServerWait* wait) {
-  PoolConns fresh(this, deadline, stop);
-  RetryPolicy p("acquire", RetryUntil(deadline), stop);
-  return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool) {
-    ExecResult r;
-    Conn* conn = &c == static_cast<SqlConn*>(preferred) ? preferred : fresh.current();
-    if (wait != nullptr && !wait->enter(*conn))
-      return Status(Code::kCancelled, "acquire: cancelled");
-    auto sent = Clock::now();
-    Status s = c.Exec(lease_sql_.acquire,
-                      {Param::Bytes(key), Param::Bytes(owner), Param::Int(ttl_ms * 1000)}, &r);
-    if (wait != nullptr) wait->leave();
-    if (!s.ok()) return s;
-    // 1 = inserted, 2 = took over / repeated our own; 0 = held by another.
-    out->won = r.affected > 0;
-    out->sent_at = sent;
-    out->fence = out->won ? r.insert_id : 0;
-    out->remaining_us = out->won ? ttl_ms * 1000 : static_cast<int64_t>(r.insert_id);
-    return s;
-  });
-}
-
-Status ClientImpl::LeaseRenew(const std::string& key, const std::string& owner, int64_t ttl_ms,
-                              bool* renewed, Clock::time_point* sent_at) {
-  PoolConns fresh(this, Clock::now());
-  RetryPolicy p("renew", RetryUntil(Clock::now()));
-  return RunIdempotent(nullptr, &fresh, p, [&](SqlConn& c, bool) {
-    ExecResult r;
-    *sent_at = Clock::now();
-    Status s = c.Exec(lease_sql_.renew,
-                      {Param::Int(ttl_ms * 1000), Param::Bytes(key), Param::Bytes(owner)}, &r);
-    if (s.ok()) *renewed = r.affected == 1;
-    return s;
-  });
-}
-
-Status ClientImpl::LeaseRelease(const std::string& key, const std::string& owner, Conn* preferred,
-                                bool* released, bool* ours) {
-  PoolConns fresh(this, Clock::now());
-  RetryPolicy p("release", RetryUntil(Clock::now()));
-  return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool rerun) {
-    ExecResult r;
-    Status s = c.Exec(lease_sql_.release, {Param::Bytes(key), Param::Bytes(owner)}, &r);
-    if (!s.ok()) return s;
-    ReadRelease(r, released, ours);
-    if (*ours || !rerun) return s;
-    // The dropped attempt may have released it: a free row (empty owner)
-    // means nobody took it since, so it was ours.
-    s = c.Exec(lease_sql_.read, {Param::Bytes(key)}, &r);
-    if (s.ok() && !r.rows.empty() && r.rows[0][0] && r.rows[0][0]->empty())
-      *ours = *released = true;
-    return s;
-  });
-}
 
 std::unique_ptr<Scheme> MakeLeaseScheme(const SchemeArgs& a) {
   return std::make_unique<LeaseScheme>(a);

@@ -82,9 +82,9 @@ LockImpl::~LockImpl() {
     return;
   }
   // Every lock object sharing this lock has closed (Close: no call runs).
-  if (!identity_.empty()) c_->ForgetLock(identity_, this);
+  if (!identity_.empty()) c_->shared_locks().Forget(identity_);
   c_->renewer().Remove(this);
-  std::lock_guard<std::mutex> op(op_mu_);
+  MutexLock op(op_mu_);
   DropHold();
 }
 
@@ -235,7 +235,7 @@ Status LockImpl::ActsOnCurrentLocked(const LockCaller& me, const char* what, boo
 }
 
 void LockImpl::ReleaseShares(uint64_t gen, int n) {
-  std::lock_guard<std::mutex> op(op_mu_);
+  MutexLock op(op_mu_);
   const SharesBack back{gen, n};
   DropHold(&back);
 }
@@ -483,7 +483,7 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
     // Wait for an operation already running on the lock's connections (a
     // release, a renew); from now on every other call refuses to touch them
     // (RefuseWhileAcquiringLocked) until this acquisition is over.
-    std::lock_guard<std::mutex> op(op_mu_);
+    MutexLock op(op_mu_);
     DropLostHold();
   }
 
@@ -660,7 +660,7 @@ Status LockImpl::Renew(LockCaller& me) {
   if (Status s = CheckPid(); !s.ok()) return s;
   CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
-  std::lock_guard<std::mutex> op(op_mu_);
+  MutexLock op(op_mu_);
   std::string owner;
   Clock::time_point acquired_at;
   uint64_t token;
@@ -696,7 +696,7 @@ Status LockImpl::EndHold(LockCaller& me, bool commit) {
   if (Status s = CheckPid(); !s.ok()) return s;
   CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
-  std::lock_guard<std::mutex> op(op_mu_);
+  MutexLock op(op_mu_);
   LockState st;
   std::string owner;
   uint64_t token;
@@ -753,7 +753,7 @@ Status LockImpl::Rollback(LockCaller& me) {
   if (Status s = CheckPid(); !s.ok()) return s;
   CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
-  std::lock_guard<std::mutex> op(op_mu_);
+  MutexLock op(op_mu_);
   const bool ends_hold = scheme_->hold_is_transaction();
   {
     MutexLock g(st_mu_);
@@ -790,7 +790,7 @@ Status LockImpl::Begin(LockCaller& me) {
   if (Status s = CheckPid(); !s.ok()) return s;
   CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
-  std::lock_guard<std::mutex> op(op_mu_);
+  MutexLock op(op_mu_);
   {
     MutexLock g(st_mu_);
     if (Status s = ActsOnCurrentLocked(me, "begin", /*strict=*/false); !s.ok()) return s;
@@ -809,7 +809,7 @@ Status LockImpl::Exec(LockCaller& me, const std::string& sql, const std::vector<
     return Status::Invalid("exec refuses " + std::string(kw) +
                            ": it would end the lock's transaction (release commits it, rollback "
                            "discards it)");
-  std::lock_guard<std::mutex> op(op_mu_);
+  MutexLock op(op_mu_);
   {
     MutexLock g(st_mu_);
     if (Status s = ActsOnCurrentLocked(me, "exec", /*strict=*/false); !s.ok()) return s;

@@ -67,7 +67,7 @@ struct LockCaller {
 // One lock: the state machine (IDLE, HELD, LOST), reentrancy, the calls and
 // their cancellation, and waiting in this process. The database part is the
 // scheme's (scheme.h).
-class LockImpl final : private LockHost {
+class LockImpl final : private LockHost, public RenewedLease {
  public:
   // identity: the key of this lock in the client's registry of shared
   // locks (its mode and key), or "" when it is not shared.
@@ -104,7 +104,7 @@ class LockImpl final : private LockHost {
   // its full length.
   size_t CopyOwner(const LockCaller& me, char* buf, size_t cap) const;
   uint64_t Token(const LockCaller& me) const;
-  uint64_t Token() const;  // the current (or last) hold's, for the watchdog
+  uint64_t Token() const override;  // the current (or last) hold's, for the watchdog
   const std::string& key() const { return key_; }
   const LockOptions& options() const { return opts_; }
   int64_t RemainingMs(const LockCaller& me) const;
@@ -116,10 +116,10 @@ class LockImpl final : private LockHost {
   bool forked() const { return getpid() != pid_; }
 
   // Watchdog hooks; called with the watchdog's mutex held, never with ours.
-  void OnRenewed(const std::string& owner, Clock::time_point deadline);
+  void OnRenewed(const std::string& owner, Clock::time_point deadline) override;
   // false: the hold had ended (or was found lost) already: not the
   // watchdog's to report.
-  bool OnLost(const std::string& owner, const std::string& why);
+  bool OnLost(const std::string& owner, const std::string& why) override;
 
  private:
   std::string Name() const { return name_; }
@@ -199,8 +199,8 @@ class LockImpl final : private LockHost {
   void RememberLostLocked(const HolderId& next) REQUIRES(st_mu_);
   // Try, after it claimed the acquisition: frees what a hold that was lost
   // but not released still pins (its lease row if still ours, its
-  // transaction, its connections). op_mu_ held.
-  void DropLostHold();
+  // transaction, its connections).
+  void DropLostHold() REQUIRES(op_mu_);
   // Release (commit) and Abort (!commit): one level, or the whole hold.
   Status EndHold(LockCaller& me, bool commit);
   // Gives back n holds of generation gen (Close); the last one releases.
@@ -215,7 +215,7 @@ class LockImpl final : private LockHost {
     uint64_t gen;
     int n;
   };
-  void DropHold(const SharesBack* back = nullptr);
+  void DropHold(const SharesBack* back = nullptr) REQUIRES(op_mu_);
   // A hold whose session lives on an idle connection (a row lock): has the
   // server closed it? Then the hold is gone (the server rolled back): state
   // becomes LOST. st_mu_ held.
@@ -233,7 +233,7 @@ class LockImpl final : private LockHost {
   // that claimed the acquisition (acquiring_).
   std::unique_ptr<Scheme> scheme_;
 
-  std::mutex op_mu_;  // serialises Renew/Release/Rollback/Begin/Exec
+  Mutex op_mu_;  // serialises Renew/Release/Rollback/Begin/Exec
   mutable Mutex st_mu_;
   // State changes: acquired, released, lost, calls; waits on st_mu_.
   mutable std::condition_variable_any cv_;

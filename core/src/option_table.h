@@ -33,6 +33,8 @@
   X(table, table, std::string, Table, 0, 0, nullptr, "distributed_lock", "lease table name")  \
   X(row_table, row_table, std::string, Table, 0, 0, nullptr, "fixed_lock",                    \
     "row-lock table name")                                                                    \
+  X(dialect, dialect, SqlDialect, Words, 0, 0, kSqlDialectWords, SqlDialect::kAuto,           \
+    "SQL dialect: auto (by the server's version string), or forced")                          \
   X(ssl_mode, ssl_mode, SslMode, Words, 0, 0, kSslModeWords, SslMode::kDisable,               \
     "TLS on every connection")                                                                \
   X(ssl_ca, ssl_ca, std::string, Text, 0, 0, nullptr, "",                                     \

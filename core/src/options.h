@@ -6,8 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dlock/core.hpp"
+#include "dialect_table.h"
 #include "option_table.h"
 
 namespace dlock {
@@ -25,6 +27,14 @@ enum class Holder { kThread, kLock };
 constexpr const char* kHolderWords[] = {"thread", "lock", nullptr};
 enum class Wakeup { kAuto, kPoll };
 constexpr const char* kWakeupWords[] = {"auto", "poll", nullptr};
+// Which statements a client sends (dialect.h): kAuto takes the server's
+// word at connect; the others force one (dialect_table.h).
+#define DLOCK_DIALECT_ENUM(id, word, marker, object) id,
+#define DLOCK_DIALECT_WORD(id, word, marker, object) #word,
+enum class SqlDialect { kAuto, DLOCK_DIALECTS(DLOCK_DIALECT_ENUM) };
+constexpr const char* kSqlDialectWords[] = {"auto", DLOCK_DIALECTS(DLOCK_DIALECT_WORD) nullptr};
+#undef DLOCK_DIALECT_ENUM
+#undef DLOCK_DIALECT_WORD
 
 // One member per row of the option table, with its type and default.
 #define DLOCK_OPTION_FIELD(name, field, type, rule, min, max, words, def, doc) type field = def;
@@ -75,8 +85,17 @@ std::string OptionDefault(const OptionInfo& option);
 const OptionInfo* FirstDifference(const LockOptions& a, const LockOptions& b, std::string* va,
                                   std::string* vb);
 
-// Parses mysql://user[:password]@host[:port]/database[?k=v&...].
+// Parses mysql://user[:password]@host[:port]/database[?k=v&...] (also
+// mariadb://), a go-sql-driver DSN (user:password@tcp(host:port)/database?..)
+// or a jdbc:mysql:// / jdbc:mariadb:// URL; then DLOCK_PASSWORD fills in a
+// missing password.
 Status ParseUrl(const std::string& url, ClientOptions* out);
+// The parameters of a go-sql-driver DSN (jdbc false) or a JDBC URL that
+// ParseUrl reads or ignores (dlock.h lists them; core_unit checks that).
+std::vector<std::string> DriverParamNames(bool jdbc);
+// url, in any form ParseUrl reads, with its password taken out; empty and
+// the parse error when it does not parse.
+Status UrlWithoutPasswordText(const std::string& url, std::string* out);
 // Applies one option (from the URL query or a Config) to client options.
 Status ApplyClientOption(const std::string& key, const std::string& value, ClientOptions* out);
 Status ApplyLockOption(const std::string& key, const std::string& value, LockOptions* out);

@@ -7,7 +7,6 @@
 #include <unordered_map>
 
 #include "client_impl.h"
-#include "lock_impl.h"
 
 namespace dlock {
 
@@ -18,21 +17,19 @@ namespace {
 int64_t DueUs(int64_t ttl_ms) { return ttl_ms * 1000 / 3; }
 int64_t SlackUs(int64_t ttl_ms) { return ttl_ms * 1000 / 6; }
 
-constexpr size_t kMaxBatch = 1024;
+constexpr size_t kMaxBatch = kMaxRenewBatch;
 
 // Statements are prepared per size bucket (powers of two, padded by
 // repeating the last lease), so a handful of prepared statements serve any
-// number of leases.
-size_t Bucket(size_t n) {
+// number of leases. *log2: the bucket's index in RenewSql.
+size_t Bucket(size_t n, size_t* log2) {
   size_t b = 1;
-  while (b < n) b <<= 1;
+  *log2 = 0;
+  while (b < n) {
+    b <<= 1;
+    ++*log2;
+  }
   return b;
-}
-
-std::string Placeholders(size_t n) {
-  std::string s;
-  for (size_t i = 0; i < n; ++i) s += i ? ",?" : "?";
-  return s;
 }
 
 }  // namespace
@@ -51,7 +48,7 @@ Renewer::~Renewer() {
   }
 }
 
-void Renewer::Add(LockImpl* lock, const std::string& key, const std::string& owner,
+void Renewer::Add(RenewedLease* lock, const std::string& key, const std::string& owner,
                   int64_t ttl_ms, int64_t max_hold_ms, Clock::time_point acquired_at,
                   Clock::time_point deadline) {
   MutexLock g(mu_);
@@ -68,12 +65,12 @@ void Renewer::Add(LockImpl* lock, const std::string& key, const std::string& own
   cv_.notify_all();
 }
 
-void Renewer::Remove(LockImpl* lock) {
+void Renewer::Remove(RenewedLease* lock) {
   MutexLock g(mu_);
   entries_.erase(lock);
 }
 
-void Renewer::Renewed(LockImpl* lock, Clock::time_point sent, Clock::time_point deadline) {
+void Renewer::Renewed(RenewedLease* lock, Clock::time_point sent, Clock::time_point deadline) {
   MutexLock g(mu_);
   auto it = entries_.find(lock);
   if (it == entries_.end()) return;
@@ -99,15 +96,12 @@ Status Renewer::RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock
   Status s = EnsureConn();
   if (!s.ok()) return s;
   conn_used_ = Clock::now();
-  const std::string t = "`" + client_->options().table + "`";
+  const RenewSql& sql = client_->sql().renew;
   Counters& counters = client_->counters();
   for (size_t start = 0; start < items.size(); start += kMaxBatch) {
     const size_t n = std::min(kMaxBatch, items.size() - start);
-    const size_t b = Bucket(n);
-    const std::string in = Placeholders(b);
-    // Exact despite the two IN lists: an owner id belongs to one acquisition
-    // of one key, so (key, owner) pairs cannot mix.
-    const std::string where = " WHERE lock_key IN (" + in + ") AND owner IN (" + in + ")";
+    size_t log2 = 0;
+    const size_t b = Bucket(n, &log2);
     std::vector<Param> keys_owners;
     keys_owners.reserve(2 * b);
     for (size_t i = 0; i < b; ++i) keys_owners.push_back(Param::Bytes(items[start + std::min(i, n - 1)].key));
@@ -119,9 +113,7 @@ Status Renewer::RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock
     params.insert(params.end(), keys_owners.begin(), keys_owners.end());
     ExecResult r;
     *sent = Clock::now();
-    s = conn_->Exec("UPDATE " + t + " SET expire_time = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND" +
-                        where + " AND expire_time >= UTC_TIMESTAMP(6)",
-                    params, &r);
+    s = conn_->Exec(sql.batch[log2], params, &r);
     counters.renew_statements.fetch_add(1);
     if (!s.ok()) return s;
     counters.renewals.fetch_add(r.affected);
@@ -131,9 +123,7 @@ Status Renewer::RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock
     }
     // Some were not renewed: find out exactly which (a second statement only
     // when a lease was lost). A renewed row is ours with time left.
-    s = conn_->Exec("SELECT lock_key, owner, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expire_time) FROM " +
-                        t + where,
-                    keys_owners, &r);
+    s = conn_->Exec(sql.check[log2], keys_owners, &r);
     counters.renew_statements.fetch_add(1);
     if (!s.ok()) return s;
     std::unordered_map<std::string, int64_t> left;  // owner -> remaining us
@@ -189,7 +179,7 @@ void Renewer::Scan(Clock::time_point now, Batches* batches, Expired* expired,
   }
 }
 
-void Renewer::Lost(LockImpl* lock, const std::string& why) {
+void Renewer::Lost(RenewedLease* lock, const std::string& why) {
   Entry& e = entries_[lock];
   // Counted and reported once: by whoever turned the hold LOST (a renew
   // or release that found it lost may have been first).

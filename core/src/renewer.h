@@ -17,7 +17,23 @@
 namespace dlock {
 
 class ClientImpl;
-class LockImpl;
+
+// What the watchdog needs of a lease it renews (a lock implements it), so
+// that the renewer never includes the lock's header. Called with the
+// watchdog's mutex held.
+class RenewedLease {
+ public:
+  // The current (or last) hold's fencing token, for events.
+  virtual uint64_t Token() const = 0;
+  // The batch renewed owner's hold until deadline.
+  virtual void OnRenewed(const std::string& owner, Clock::time_point deadline) = 0;
+  // The lease is lost; false: the hold had ended (or was found lost)
+  // already, and it is not the watchdog's to report.
+  virtual bool OnLost(const std::string& owner, const std::string& why) = 0;
+
+ protected:
+  ~RenewedLease() = default;
+};
 
 class Renewer {
  public:
@@ -25,13 +41,13 @@ class Renewer {
   ~Renewer();  // stops the thread; leases still registered simply stop renewing
 
   // Starts renewing lock's lease. acquired_at starts the max-hold clock.
-  void Add(LockImpl* lock, const std::string& key, const std::string& owner, int64_t ttl_ms,
+  void Add(RenewedLease* lock, const std::string& key, const std::string& owner, int64_t ttl_ms,
            int64_t max_hold_ms, Clock::time_point acquired_at, Clock::time_point deadline)
       EXCLUDES(mu_);
   // After it returns, the renewer never touches lock again.
-  void Remove(LockImpl* lock) EXCLUDES(mu_);
+  void Remove(RenewedLease* lock) EXCLUDES(mu_);
   // A manual renew succeeded: the next tick can wait.
-  void Renewed(LockImpl* lock, Clock::time_point sent, Clock::time_point deadline) EXCLUDES(mu_);
+  void Renewed(RenewedLease* lock, Clock::time_point sent, Clock::time_point deadline) EXCLUDES(mu_);
 
  private:
   struct Entry {
@@ -43,21 +59,21 @@ class Renewer {
     int failures = 0;       // consecutive transient failures
   };
   struct Item {
-    LockImpl* lock;
+    RenewedLease* lock;
     std::string key, owner;
   };
   enum class Outcome { kRenewed, kLost, kError };
 
   void Run() EXCLUDES(mu_);
   using Batches = std::map<int64_t, std::vector<Item>>;  // by ttl
-  using Expired = std::vector<std::pair<LockImpl*, std::string>>;
+  using Expired = std::vector<std::pair<RenewedLease*, std::string>>;
   // One look at every lease: those that ran out, max-hold trips (raised
   // here), and, when one is due, the batches to renew now; *next: when to
   // look again.
   void Scan(Clock::time_point now, Batches* batches, Expired* expired, Clock::time_point* next)
       REQUIRES(mu_);
   // A lease is lost: counted, reported, the lock told, forgotten.
-  void Lost(LockImpl* lock, const std::string& why) REQUIRES(mu_);
+  void Lost(RenewedLease* lock, const std::string& why) REQUIRES(mu_);
   // What a batch's statement said, applied to the entries still there.
   void Apply(int64_t ttl, const std::vector<Item>& items, const Status& s, Clock::time_point sent,
              const std::vector<Outcome>& outcomes) REQUIRES(mu_);
@@ -71,7 +87,7 @@ class Renewer {
   ClientImpl* const client_;
   Mutex mu_;
   std::condition_variable_any cv_;  // waits on mu_: entries changed, or stop
-  std::map<LockImpl*, Entry> entries_ GUARDED_BY(mu_);
+  std::map<RenewedLease*, Entry> entries_ GUARDED_BY(mu_);
   bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_ GUARDED_BY(mu_);  // started by the first Add()
   // The renewer's own connection, never starved by the pool. Touched only by

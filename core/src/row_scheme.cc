@@ -19,6 +19,15 @@ const size_t kRowSliceCount = sizeof(kRowSlicesMs) / sizeof(kRowSlicesMs[0]);
 
 namespace {
 
+// MySQL's NOWAIT refusal (MariaDB answers a NOWAIT with 1205); not in
+// MariaDB's mysqld_error.h.
+constexpr unsigned kErLockNowait = 3572;
+
+// Without a per-statement bound (RowSql::sliced empty), waits shorter than
+// the session's whole second are NOWAIT polls this far apart, growing.
+constexpr int64_t kPollMinMs = 5;
+constexpr int64_t kPollMaxMs = 100;
+
 class RowScheme final : public Scheme {
  public:
   explicit RowScheme(const SchemeArgs& a)
@@ -51,6 +60,14 @@ class RowScheme final : public Scheme {
   Status Take(Clock::time_point deadline, CancelToken cancel);
   // The statement that waits for the row at most what is left (sliced).
   const std::string& TakeSql(Clock::time_point deadline) const;
+  // Where the dialect bounds a wait by the session (RowSql::sliced empty):
+  // the next statement, after setting the session's wait when it must
+  // change. *poll: a NOWAIT the caller follows with a pause when refused.
+  Status SessionTakeSql(Conn& conn, Clock::time_point deadline, bool first, int* session_wait_s,
+                        const std::string** sql, bool* poll);
+  // Gives the session its own lock wait back (a failure leaves it to the
+  // pool's reset).
+  Status RestoreWait(Conn& conn, int* session_wait_s);
   // The hold's connection died or its transaction ended: the row lock is
   // gone with it.
   Status Lost(const std::string& why, const Status& cause, const std::string& more = "");
@@ -81,13 +98,47 @@ Status RowScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Grant*
 const std::string& RowScheme::TakeSql(Clock::time_point deadline) const {
   const int64_t left_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  if (left_ms <= 0) return c_->row_sql().nowait;
+  if (left_ms <= 0) return c_->sql().row.nowait;
   // The largest slice that fits what is left and stays well inside the
   // read timeout; at least the smallest slice.
   const int64_t cap = std::min<int64_t>(left_ms, c_->options().read_timeout_s * 1000LL / 2);
   size_t i = 0;
   while (i + 1 < kRowSliceCount && kRowSlicesMs[i + 1] <= cap) ++i;
-  return c_->row_sql().sliced[i];
+  return c_->sql().row.sliced[i];
+}
+
+Status RowScheme::SessionTakeSql(Conn& conn, Clock::time_point deadline, bool first,
+                                 int* session_wait_s, const std::string** sql, bool* poll) {
+  const RowSql& rs = c_->sql().row;
+  const int64_t left_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  // The first attempt never waits (an uncontended take costs one round
+  // trip, as with a per-statement bound); less than a second left is
+  // polled, since the session's bound is whole seconds.
+  *poll = left_ms < 1000;
+  if (first || left_ms < 1000) {
+    *sql = &rs.nowait;
+    return Status::OK();
+  }
+  const int64_t cap = std::min<int64_t>(left_ms, c_->options().read_timeout_s * 1000LL / 2);
+  const int wait_s = static_cast<int>(std::max<int64_t>(1, cap / 1000));
+  if (wait_s != *session_wait_s) {
+    ExecResult r;
+    Status s = conn.Exec(rs.set_wait, {Param::Int(wait_s)}, &r);
+    if (!s.ok()) return s;
+    *session_wait_s = wait_s;
+  }
+  *sql = &rs.take;
+  return Status::OK();
+}
+
+Status RowScheme::RestoreWait(Conn& conn, int* session_wait_s) {
+  if (*session_wait_s == 0) return Status::OK();
+  *session_wait_s = 0;
+  ExecResult r;
+  Status s = conn.Exec(c_->sql().row.restore_wait, {}, &r);
+  if (!s.ok()) conn.MarkTainted();
+  return s;
 }
 
 Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
@@ -98,8 +149,13 @@ Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
   if (!s.ok()) return s;
   bool force_check = false;
   const auto retry_until = c_->RetryUntil(deadline);
+  const bool by_session = c_->sql().row.sliced.empty();
+  int session_wait_s = 0;  // what set_wait put on the session (0: its own)
   auto rollback = [&] {
-    if (!conn->broken()) (void)conn->Query("ROLLBACK");
+    if (!conn->broken()) {
+      (void)RestoreWait(*conn, &session_wait_s);
+      (void)conn->Query("ROLLBACK");
+    }
   };
   for (int round = 0;; ++round) {
     s = EnsureRow(*conn, force_check);
@@ -114,14 +170,25 @@ Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
       continue;
     }
     bool missing = false;
-    for (;;) {
-      const std::string& sql = TakeSql(deadline);
+    int64_t poll_ms = kPollMinMs;
+    for (bool first = true;; first = false) {
+      const std::string* sql = nullptr;
+      bool poll = false;
+      if (!by_session) {
+        sql = &TakeSql(deadline);
+      } else {
+        s = SessionTakeSql(*conn, deadline, first, &session_wait_s, &sql, &poll);
+        if (!s.ok()) {
+          rollback();
+          return s;
+        }
+      }
       ExecResult r;
       if (!host_->EnterServerWait(*conn, cancel)) {
         rollback();
         return Cancelled();
       }
-      s = conn->Exec(sql, {Param::Bytes(db_key_)}, &r);
+      s = conn->Exec(*sql, {Param::Bytes(db_key_)}, &r);
       host_->LeaveServerWait();
       if (cancel.cancelled()) {
         rollback();
@@ -129,6 +196,12 @@ Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
       }
       if (s.ok()) {
         if (r.rows.size() == 1) {
+          // The caller's statements run on this session: with its own wait.
+          s = RestoreWait(*conn, &session_wait_s);
+          if (!s.ok()) {
+            rollback();
+            return s;
+          }
           conn_ = std::move(conn);
           return s;
         }
@@ -136,8 +209,17 @@ Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
         break;
       }
       const unsigned err = static_cast<unsigned>(s.server_errno());
-      if (err == ER_LOCK_WAIT_TIMEOUT || err == ER_STATEMENT_TIMEOUT || err == ER_QUERY_INTERRUPTED) {
-        if (Clock::now() < deadline) continue;  // next slice
+      if (err == ER_LOCK_WAIT_TIMEOUT || err == ER_STATEMENT_TIMEOUT || err == ER_QUERY_INTERRUPTED ||
+          err == kErLockNowait) {
+        if (Clock::now() < deadline) {  // next slice
+          if (poll) {
+            auto& wq = c_->waiters();
+            wq.Sleep(db_key_, wq.Releases(db_key_),
+                     std::min(deadline, Clock::now() + std::chrono::milliseconds(poll_ms)), stop);
+            poll_ms = std::min(poll_ms * 2, kPollMaxMs);
+          }
+          continue;
+        }
         rollback();
         return Busy();
       }
@@ -147,7 +229,8 @@ Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
     }
     // A missing row (the locking read matched nothing and may have locked a
     // gap) or a deadlock: end the transaction, re-create the row, again.
-    s = conn->Query("ROLLBACK");
+    s = RestoreWait(*conn, &session_wait_s);
+    if (s.ok()) s = conn->Query("ROLLBACK");
     if (!s.ok()) return s;
     if (Clock::now() >= deadline && !missing) return Busy();
     force_check = missing;
@@ -161,10 +244,20 @@ Status RowScheme::EnsureRow(Conn& conn, bool force_check) {
   ExecResult r;
   // A plain (consistent, non-locking) read first: INSERT IGNORE on an
   // existing row would wait for its holder.
-  Status s = conn.Exec(c_->row_sql().exists, {Param::Bytes(db_key_)}, &r);
+  const RowSql& rs = c_->sql().row;
+  Status s = conn.Exec(rs.exists, {Param::Bytes(db_key_)}, &r);
   if (!s.ok()) return s;
   if (r.rows.empty()) {
-    s = conn.Exec(c_->row_sql().create, {Param::Bytes(db_key_)}, &r);
+    if (rs.sliced.empty()) {  // bounded by the session: a second, then its own again
+      int wait_s = 1;
+      s = conn.Exec(rs.set_wait, {Param::Int(wait_s)}, &r);
+      if (!s.ok()) return s;
+      s = conn.Exec(rs.create, {Param::Bytes(db_key_)}, &r);
+      Status back = RestoreWait(conn, &wait_s);
+      if (s.ok() || s.server_errno() == ER_LOCK_WAIT_TIMEOUT) s = back;
+    } else {
+      s = conn.Exec(rs.create, {Param::Bytes(db_key_)}, &r);
+    }
     // 1205: someone created it and holds it already; it exists, which is all
     // we need.
     if (!s.ok() && s.server_errno() != ER_LOCK_WAIT_TIMEOUT) return s;
@@ -235,7 +328,7 @@ Status RowScheme::End(const char* how) {
 Status RowScheme::Exec(const std::string& sql, const std::vector<const std::string*>& params,
                        int64_t* affected) {
   bool open = true;
-  Status s = ExecInTransaction(*conn_, sql, params, affected, &open);
+  Status s = ExecInTransaction(*conn_, c_->sql().session, sql, params, affected, &open);
   if (s.ok()) dirty_ = true;
   if (conn_->broken())
     return Lost("the lock's connection died (the server rolled back and released the row lock)",
@@ -249,31 +342,6 @@ Status RowScheme::Exec(const std::string& sql, const std::vector<const std::stri
 }
 
 }  // namespace
-
-RowSql MakeRowSql(const ClientOptions& opts) {
-  RowSql sql;
-  const std::string now = "UTC_TIMESTAMP(6)";
-  const std::string r = QuoteIdent(opts.row_table);
-  // The article's SELECT .. FOR UPDATE: a locking read, so acquiring and
-  // releasing cost no log flush.
-  const std::string take = "SELECT 1 FROM " + r + " WHERE lock_name = ? FOR UPDATE";
-  sql.exists = "SELECT 1 FROM " + r + " WHERE lock_name = ?";
-  // Never blocks behind a holder for long: a duplicate takes a share lock on
-  // the existing row, which the holder has locked exclusively.
-  sql.create = "SET STATEMENT innodb_lock_wait_timeout=1 FOR INSERT IGNORE INTO " + r +
-                    " (lock_name, updated_time) VALUES (?, " + now + ")";
-  sql.nowait = take + " NOWAIT";  // no per-statement variable: cheaper
-  for (size_t i = 0; i < kRowSliceCount; ++i) {
-    int64_t ms = kRowSlicesMs[i];
-    char buf[160];
-    std::snprintf(buf, sizeof buf,
-                  "SET STATEMENT max_statement_time=%lld.%03lld, innodb_lock_wait_timeout=%lld FOR ",
-                  static_cast<long long>(ms / 1000), static_cast<long long>(ms % 1000),
-                  static_cast<long long>(ms / 1000 + 2));
-    sql.sliced.push_back(buf + take);
-  }
-  return sql;
-}
 
 std::unique_ptr<Scheme> MakeRowScheme(const SchemeArgs& a) { return std::make_unique<RowScheme>(a); }
 

@@ -4,7 +4,7 @@
 
 namespace dlock {
 
-Status ExecInTransaction(Conn& conn, const std::string& sql,
+Status ExecInTransaction(Conn& conn, const SessionSql& probe, const std::string& sql,
                          const std::vector<const std::string*>& params, int64_t* affected,
                          bool* still_open) {
   std::vector<Param> ps;
@@ -19,8 +19,9 @@ Status ExecInTransaction(Conn& conn, const std::string& sql,
   *still_open = conn.InTransaction();
   if (!s.ok()) {
     ExecResult q;
-    Status t = conn.Exec("SELECT @@in_transaction", {}, &q);
-    *still_open = !t.ok() || q.rows.empty() || !q.rows[0][0] || *q.rows[0][0] != "0";
+    Status t = conn.Exec(probe.in_txn_probe, {}, &q);
+    if (!probe.in_txn_probe_row) *still_open = !t.ok() || conn.InTransaction();
+    else *still_open = !t.ok() || q.rows.empty() || !q.rows[0][0] || *q.rows[0][0] != "0";
   }
   if (s.ok() && *still_open && affected != nullptr) *affected = static_cast<int64_t>(r.affected);
   return s;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "dialect.h"
 #include "dlock/core.hpp"
 #include "options.h"
 #include "waiters.h"
@@ -153,8 +154,9 @@ std::unique_ptr<Scheme> MakeRowScheme(const SchemeArgs& a);
 
 // Runs a caller's statement in a transaction the lock holds open, and says
 // whether the transaction is still open afterwards (an implicit commit the
-// keyword check missed, a deadlock the server answered with a rollback).
-Status ExecInTransaction(Conn& conn, const std::string& sql,
+// keyword check missed, a deadlock the server answered with a rollback);
+// after an error reply, the dialect's probe asks.
+Status ExecInTransaction(Conn& conn, const SessionSql& probe, const std::string& sql,
                          const std::vector<const std::string*>& params, int64_t* affected,
                          bool* still_open);
 

@@ -1,8 +1,7 @@
 // The article's cron pattern in Java: every instance of a service fires the same scheduled job
 // at the same moment; the dlock lease makes exactly one of them run it, the others skip.
 //
-//   java -cp dlock-1.0.0.jar -Ddlock.jni.path=/path/to/libdlock_jni.so \
-//        NightlyReport.java mysql://app@db:3306/app instance-1 [START_AT_EPOCH_MS]
+//   java -cp dlock-1.0.0.jar NightlyReport.java mysql://app@db:3306/app instance-1 [START_AT_EPOCH_MS]
 //
 // run.sh starts three instances against a throwaway MariaDB and checks that one ran the job.
 import io.dlock.DLock;

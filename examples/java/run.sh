@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Runs three instances of NightlyReport at the same moment against a throwaway
 # MariaDB (or DLOCK_URL) and checks that exactly one ran the job.
-#   examples/java/run.sh [PREFIX]   PREFIX: an installed dlock (default: system)
-# Needs JDK 17+ and Maven; builds the binding's jar and libdlock_jni.so first.
+#   examples/java/run.sh
+# Needs JDK 17+ and Maven; builds the binding's jar first (it carries
+# libdlock_jni.so: nothing else is needed). DLOCK_JAVA_BUILD_DIR: the JNI build
+# directory to (re)use (default: the binding's target/native).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-prefix=${1:-}
 java_bin=${JAVA_HOME:+$JAVA_HOME/bin/}java
 
-(cd "$root/bindings/java" && mvn -B -q -ntp -Dstyle.color=never -Ddlock.prefix="$prefix" -Dmaven.test.skip=true package)
+(cd "$root/bindings/java" && mvn -B -q -ntp -Dstyle.color=never \
+  ${DLOCK_JAVA_BUILD_DIR:+-Ddlock.build.dir="$DLOCK_JAVA_BUILD_DIR"} -Dmaven.test.skip=true package)
 jar=$root/bindings/java/target/dlock-1.0.0.jar
-jni=$root/bindings/java/target/native/libdlock_jni.so
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dlock-java-example.XXXXXX")
 dbdir=""
@@ -29,7 +30,7 @@ fi
 start_at=$(( $(date +%s%3N) + 4000 ))  # all three fire at this moment
 pids=()
 for i in 1 2 3; do
-  "$java_bin" -cp "$jar" -Ddlock.jni.path="$jni" --enable-native-access=ALL-UNNAMED \
+  "$java_bin" -cp "$jar" --enable-native-access=ALL-UNNAMED \
     "$here/NightlyReport.java" "$url" "instance-$i" "$start_at" >"$tmp/out-$i" 2>&1 &
   pids+=($!)
 done

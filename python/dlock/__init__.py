@@ -26,7 +26,18 @@ All lock logic (waiting, renewal, reentrancy, fencing, cleanup) lives in the
 C++ core, linked into dlock._core; this package adapts it to Python.
 """
 
-from . import _core
+import os as _os
+
+# Connector/C loads its authentication plugins (caching_sha2_password for
+# MySQL 8, client_ed25519, sha256_password, ...) from a directory compiled into
+# it. A wheel carries its own copies (dlock/_plugins, next to the Connector/C
+# it bundles), which work where that directory does not exist. Only
+# Connector/C reads MARIADB_PLUGIN_DIR; a value already set wins.
+_PLUGIN_DIR = _os.path.join(_os.path.dirname(__file__), "_plugins")
+if _os.path.isdir(_PLUGIN_DIR):
+    _os.environ.setdefault("MARIADB_PLUGIN_DIR", _PLUGIN_DIR)
+
+from . import _core  # noqa: E402
 from ._convert import PARAMSTYLE as paramstyle
 from ._article import MysqlDistributedLock
 from ._client import AsyncLock, Client, Event, EventType, Lock, Severity, connect

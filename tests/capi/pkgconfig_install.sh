@@ -55,6 +55,12 @@ want=$(sed -n 's/^project(dlock VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt
 [ "$modversion" = "$want" ] || fail "pkg-config --modversion dlock is '$modversion', want $want"
 flags=$(pkg-config --cflags --libs dlock) || fail "pkg-config --cflags --libs dlock failed"
 echo "pkg-config --cflags --libs dlock: $flags"
+# dlock.h needs no other package's headers: with only dlock.pc on the search
+# path (no libmariadb.pc, as on a host without libmariadb-dev), pkg-config
+# still answers, with the same flags.
+alone=$(PKG_CONFIG_LIBDIR=$pcdir PKG_CONFIG_PATH= pkg-config --cflags --libs dlock 2>&1) ||
+  fail "pkg-config --cflags --libs dlock needs more than dlock.pc (libmariadb-dev?): $alone"
+[ "$alone" = "$flags" ] || fail "pkg-config with dlock.pc alone gives '$alone', with the system's '$flags'"
 pc_prefix=$(pkg-config --variable=prefix dlock)
 canon() { (cd "$1" 2>/dev/null && pwd -P) || echo "$1"; }
 if [ "$(canon "$pc_prefix")" != "$(canon "$prefix")" ]; then

@@ -4,6 +4,7 @@
 // token (row locks have none).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include "core_test_util.h"
+#include "client_impl.h"
 
 using dlock::Code;
 using dlock::LockState;
@@ -318,4 +319,42 @@ TEST_CASE("row: the token is always 0; every acquisition has a new owner") {
   CHECK(lease->token() > 0);
   DT_CHECK_CODE(lease->Release(), Code::kOk);
   DT_CHECK_CODE(a->Release(), Code::kOk);
+}
+
+TEST_CASE("row: the suite runs in the dialect it was asked for; a waiter holds with the session's own lock wait") {
+  // DLOCK_TEST_DIALECT forces one (ctest's *_mysql variants); otherwise the
+  // server's version picks it.
+  const char* forced = getenv("DLOCK_TEST_DIALECT");
+  auto c1 = OpenClient();
+  auto c2 = OpenClient();
+  CHECK(std::string(c1->impl()->sql().dialect) ==
+        (forced != nullptr && forced[0] != '\0' ? forced : "mariadb"));
+  Admin admin;
+  BizTable biz(admin, kPrefix + "biz_wait");
+  const std::string key = kPrefix + "session_wait";
+  auto a = OpenLock(c1, key, "row");
+  auto b = OpenLock(c2, key, "row");
+  DT_REQUIRE_CODE(a->Try(0), Code::kOk);
+  std::atomic<int> got{-100}, done{-100};
+  std::thread waiter([&] {
+    // Long enough that the MySQL dialect waits by the session's
+    // innodb_lock_wait_timeout, which must be given back before the
+    // caller's statements run on that session.
+    dlock::Status s = b->Try(5000);
+    got = static_cast<int>(s.code());
+    if (!s.ok()) return;
+    int64_t affected = -1;
+    const std::string sql = "INSERT INTO `" + biz.name +
+                            "` (id, v) VALUES (1, @@session.innodb_lock_wait_timeout)";
+    dlock::Status e = b->Exec(sql, {}, &affected);
+    done = e.ok() ? static_cast<int>(b->Release().code()) : -1;
+  });
+  // The waiter is past its first (NOWAIT) attempt and waits on the server.
+  CHECK_FALSE(PollUntil(Clock::now() + std::chrono::milliseconds(1300), [&] { return got != -100; }));
+  DT_CHECK_CODE(a->Release(), Code::kOk);
+  waiter.join();
+  CHECK(got == static_cast<int>(Code::kOk));
+  CHECK(done == static_cast<int>(Code::kOk));
+  CHECK(admin.Scalar("SELECT v FROM `" + biz.name + "` WHERE id = 1") ==
+        admin.Scalar("SELECT @@global.innodb_lock_wait_timeout"));
 }

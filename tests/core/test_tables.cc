@@ -143,7 +143,7 @@ TEST_CASE("Every option row: its default, range and words hold in Config::Set") 
   const std::map<std::string, std::string> kDefaults = {
       {"socket", ""},           {"pool", "8"},           {"pool_idle_ms", "60000"},
       {"connect_timeout", "5"}, {"read_timeout", "30"},
-      {"table", "distributed_lock"}, {"row_table", "fixed_lock"},
+      {"table", "distributed_lock"}, {"row_table", "fixed_lock"}, {"dialect", "auto"},
       {"ssl_mode", "disable"},  {"ssl_ca", ""},
       {"cleanup_interval_ms", "0"}, {"cleanup_grace_ms", "3600000"},
       {"cleanup_batch", "1000"}, {"events", "1024"},

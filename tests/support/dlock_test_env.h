@@ -2,7 +2,8 @@
  *   DLOCK_TEST_DB_DIR  directory of the fixture server (set by ctest): its
  *                      file "url" holds the URL; "my.cnf" exists when the
  *                      server is a throwaway one the tests may restart.
- *   DLOCK_URL          a server of your own instead (no restart tests). */
+ *   DLOCK_URL          a server of your own instead (no restart tests).
+ *   DLOCK_TEST_DIALECT the SQL dialect to force (see dlock_test_url). */
 #ifndef DLOCK_TEST_ENV_H_
 #define DLOCK_TEST_ENV_H_
 
@@ -16,21 +17,31 @@ static inline const char *dlock_test_db_dir(void) {
   return d != NULL ? d : "";
 }
 
-/* The server's URL; exits the test with a message when there is none. */
+/* The server's URL; exits the test with a message when there is none.
+ * DLOCK_TEST_DIALECT=mysql|mariadb appends dialect=... to it, so a suite
+ * runs with that dialect's statements forced (ctest's *_mysql variants). */
 static inline const char *dlock_test_url(void) {
   static char url[1024];
-  const char *env = getenv("DLOCK_URL");
-  if (env != NULL && env[0] != '\0') return env;
   if (url[0] != '\0') return url;
-  char path[1024];
-  snprintf(path, sizeof path, "%s/url", dlock_test_db_dir());
-  FILE *f = fopen(path, "r");
-  if (f == NULL || fgets(url, sizeof url, f) == NULL) {
-    fprintf(stderr, "no test server: set DLOCK_URL or run through ctest (fixture db_start)\n");
-    exit(2);
+  const char *env = getenv("DLOCK_URL");
+  if (env != NULL && env[0] != '\0') {
+    snprintf(url, sizeof url, "%s", env);
+  } else {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/url", dlock_test_db_dir());
+    FILE *f = fopen(path, "r");
+    if (f == NULL || fgets(url, sizeof url, f) == NULL) {
+      fprintf(stderr, "no test server: set DLOCK_URL or run through ctest (fixture db_start)\n");
+      exit(2);
+    }
+    fclose(f);
+    url[strcspn(url, "\r\n")] = '\0';
   }
-  fclose(f);
-  url[strcspn(url, "\r\n")] = '\0';
+  const char *dialect = getenv("DLOCK_TEST_DIALECT");
+  if (dialect != NULL && dialect[0] != '\0') {
+    size_t n = strlen(url);
+    snprintf(url + n, sizeof url - n, "%sdialect=%s", strchr(url, '?') ? "&" : "?", dialect);
+  }
   return url;
 }
 

@@ -127,6 +127,11 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *     read_timeout    read timeout in seconds (1..86400, default 30)
  *     table           lease table name (default distributed_lock)
  *     row_table       row-lock table name (default fixed_lock)
+ *     dialect         SQL dialect: auto (by the server's version string), or
+ *                     forced: auto|mariadb|mysql (default auto). auto takes
+ *                     mariadb when the server's version names MariaDB, and
+ *                     mysql (MySQL 8.0/8.4) otherwise; forcing one is for
+ *                     tests and for servers that describe themselves oddly
  *     ssl_mode        TLS on every connection: disable|require|verify
  *                     (default disable). require: every connection is
  *                     encrypted or refused (DLOCK_E_CONNECT, also when the
@@ -199,9 +204,62 @@ typedef struct dlock_client dlock_client;
  * messages show it are refused (DLOCK_E_INVALID): a host with a ':' outside
  * [brackets] (the '@' forgotten), a user name with a raw '@', a raw ':' in
  * the database, an '@' after mysql:///, a password= URL option. Write such
- * characters in a user name or database %-encoded (%3A, %40). Connects once
- * to check the server (reachable, writable, not a replica) and creates the
- * lock tables if missing.
+ * characters in a user name or database %-encoded (%3A, %40).
+ * The application's own settings are read too, into the same options:
+ *   user:password@tcp(host:3306)/database?param=value&..
+ *       a go-sql-driver DSN (also unix(/path), @/database = 127.0.0.1:3306,
+ *       tcp([::1]:3306)): user and password are taken as they are, the
+ *       password up to the last '@' before the last '/'; the database is
+ *       %-decoded, parameter values query-unescaped ('/' as %2F). Read:
+ *       timeout -> connect_timeout and readTimeout -> read_timeout (Go
+ *       durations, rounded up to whole seconds; 0 keeps dlock's default),
+ *       tls=true -> ssl_mode=verify, skip-verify|preferred -> require (no
+ *       plain fallback), false -> disable; a registered TLS config name is
+ *       refused. Ignored (the application's result shapes, charset, time
+ *       zone, auth plugins; writeTimeout: read_timeout bounds writes too):
+ *       allowAllFiles allowCleartextPasswords allowFallbackToPlaintext
+ *       allowNativePasswords allowOldPasswords charset checkConnLiveness
+ *       clientFoundRows collation columnsWithAlias compress
+ *       connectionAttributes interpolateParams loc maxAllowedPacket
+ *       multiStatements parseTime rejectReadOnly serverPubKey timeTruncate
+ *       tinyInt1IsBool writeTimeout, and the session variables time_zone
+ *       sql_mode autocommit transaction_isolation tx_isolation.
+ *   jdbc:mysql://[user[:password]@]host[:port]/database?user=..&password=..
+ *       (or jdbc:mariadb://) one host, no failover/load-balancing/
+ *       replication form: the authority as in mysql://, parameters (names
+ *       without regard to case) form-decoded ('+' is a space, a '&' in a
+ *       password is %26). Read: user, password, connectTimeout ->
+ *       connect_timeout and socketTimeout -> read_timeout (milliseconds,
+ *       rounded up to seconds; 0 keeps dlock's default), sslMode
+ *       (DISABLED -> disable; PREFERRED, REQUIRED, trust -> require;
+ *       VERIFY_CA, VERIFY_IDENTITY, verify-ca, verify-full -> verify, which
+ *       also checks the host name), else useSSL with requireSSL,
+ *       verifyServerCertificate (Connector/J: verify only with it) and
+ *       trustServerCertificate (MariaDB: verify unless it), serverSslCert
+ *       (a file) -> ssl_ca, localSocket -> socket; a Java key store
+ *       (trustCertificateKeyStoreUrl, trustStore) is refused. Ignored:
+ *       characterEncoding characterSetResults connectionCollation useUnicode
+ *       serverTimezone connectionTimeZone forceConnectionTimeZoneToSession
+ *       preserveInstants useLegacyDatetimeCode zeroDateTimeBehavior
+ *       tinyInt1isBit transformedBitIsBoolean yearIsDateType
+ *       useServerPrepStmts cachePrepStmts prepStmtCacheSize
+ *       prepStmtCacheSqlLimit rewriteBatchedStatements allowMultiQueries
+ *       useAffectedRows useCompression tcpKeepAlive autoReconnect
+ *       allowPublicKeyRetrieval allowLoadLocalInfile sessionVariables
+ *       enabledTLSProtocols permitMysqlScheme maxPoolSize minPoolSize
+ *       poolName maxIdleTime connectionAttributes serverRSAPublicKeyFile,
+ *       and MariaDB's pool=true|false.
+ *   In both, dlock's client options are read by their names and win over a
+ *   driver's parameter; any other parameter is refused, every one named in
+ *   the message, unless the name may be a password in the wrong place (a
+ *   digit or a sign in it, right after password=, or in a URL without a
+ *   password: then only a near miss of a known name is named). A DSN's
+ *   tcp(localhost) and a JDBC URL's localhost mean TCP to 127.0.0.1 (for
+ *   Connector/C, the host localhost is its unix socket). The drivers' own
+ *   defaults are not copied: what the string does not say is dlock's
+ *   default (TLS off, connect_timeout 5, read_timeout 30).
+ * Connects once to check the server (reachable, writable, not a replica)
+ * and creates the lock tables if missing.
  * cfg may be NULL.
  * Thread safety: a client is safe to use from many threads at once.
  * Ownership: the caller closes it with dlock_client_close after closing every

@@ -36,8 +36,9 @@ struct SchemaSql {
 // empty url. Needs no server.
 Status DescribeSchema(const std::string& url, SchemaSql* out);
 
-// url with the password taken out of it (mysql://user@host/db?...), to pass
-// on where a password must not go (a job's environment). kInvalid, and *out
+// url with the password taken out of it (mysql://user@host/db?...,
+// user@tcp(host)/db?... for a DSN, a JDBC URL without user:password@'s
+// password and without password=), in the form it came in, to pass on where a password must not go (a job's environment). kInvalid, and *out
 // empty, when url does not parse.
 Status UrlWithoutPassword(const std::string& url, std::string* out);
 
@@ -46,6 +47,7 @@ Status UrlWithoutPassword(const std::string& url, std::string* out);
 struct ServerFacts {
   std::string version;  // "10.11.6-MariaDB-0+deb12u1"
   bool mariadb = false;
+  std::string dialect;  // the statements dlock sends it: "mariadb", "mysql"
   bool read_only = false;
   bool galera = false;
 };

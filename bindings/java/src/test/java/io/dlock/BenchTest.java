@@ -26,7 +26,7 @@ class BenchTest {
 
   @Test
   void acquireReleaseJavaVersusC() throws Exception {
-    Path cLoop = Path.of(System.getProperty("dlock.jni.path")).resolveSibling("dlock_c_loop");
+    Path cLoop = TestDb.tool("dlock_c_loop");
     assertTrue(Files.isExecutable(cLoop), cLoop + " is not built");
     long[] java = new long[ROUNDS];
     long[] c = new long[ROUNDS];

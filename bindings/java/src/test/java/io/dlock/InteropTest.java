@@ -45,7 +45,7 @@ class InteropTest {
 
   static List<Holder> holders() {
     List<Holder> hs = new ArrayList<>();
-    Path c = Path.of(System.getProperty("dlock.jni.path")).resolveSibling("dlock-c-hold");
+    Path c = TestDb.tool("dlock-c-hold");
     hs.add(new Holder("C", List.of(c.toString())));
     hs.add(
         new Holder(
@@ -54,7 +54,7 @@ class InteropTest {
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-cp",
                 System.getProperty("surefire.test.class.path", System.getProperty("java.class.path")),
-                "-Ddlock.jni.path=" + System.getProperty("dlock.jni.path"),
+                "-Ddlock.jni.path=" + System.getProperty("dlock.jni.path", ""),
                 "--enable-native-access=ALL-UNNAMED",
                 Hold.class.getName())));
     String go = System.getenv("DLOCK_GO_HOLD");

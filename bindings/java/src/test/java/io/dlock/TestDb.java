@@ -28,6 +28,15 @@ final class TestDb {
     return url;
   }
 
+  /** A C test tool the build made (dlock-c-hold, dlock_c_loop), in -Ddlock.tools.dir. */
+  static java.nio.file.Path tool(String name) {
+    String dir = System.getProperty("dlock.tools.dir");
+    if (dir == null || dir.isEmpty()) {
+      throw new IllegalStateException("set -Ddlock.tools.dir (the pom does) to find " + name);
+    }
+    return java.nio.file.Path.of(dir, name);
+  }
+
   /** A key no other test (or earlier run) uses. */
   static String key(String name) {
     return "java-test:" + RUN + ":" + name;
