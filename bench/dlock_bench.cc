@@ -172,7 +172,7 @@ double FloorLease(const Url& u, int n) {
   return (NowMs() - t0) / n;
 }
 
-// dlock's own two lease statements (as lease_scheme.cc builds them for the
+// dlock's own two lease statements (as dialect_mariadb.cc / dialect.cc build them for the
 // default table), sent bare through Connector/C: what the statements cost
 // without the library around them.
 double FloorDlockStatements(const Url& u, int n) {
