@@ -51,11 +51,32 @@ void CheckServer(const dlock::Admin& admin, Report* rep) {
     rep->Failed("read_only", "the server is read-only (a replica?): point the URL at the primary");
   else
     rep->Ok("read_only", "writable");
-  if (f.galera)
-    rep->Warn("galera", "wsrep_on=ON: lease locks only (row locks are refused, they do not "
-                        "exclude across nodes); send all lock traffic to one node");
-  else
+  if (!f.galera) {
     rep->Ok("galera", "not a Galera node (wsrep_on is off)");
+    return;
+  }
+  const std::string node = "Galera node " + f.node + ", cluster of " + std::to_string(f.cluster_size);
+  if (f.galera_unhealthy.rfind("wsrep_local_state_comment=", 0) == 0)
+    rep->Warn("galera", node + ": " + f.galera_unhealthy +
+                            " (a donor or a joiner): a multi-host URL skips it while it is");
+  else if (!f.galera_unhealthy.empty())
+    rep->Failed("galera", node + ": cannot take locks now: " + f.galera_unhealthy +
+                              "; name the other nodes in the URL (mysql://u@h1:p1,h2:p2,h3:p3/db)");
+  else if (f.cluster_size < 3)
+    rep->Warn("galera", node + ": with fewer than 3 nodes, one node's death loses quorum and "
+                               "every node refuses lock statements until it is back");
+  else
+    rep->Ok("galera", node + ", Synced: lease locks work on every node (row locks are refused: "
+                             "they do not exclude across nodes)");
+  // Any node's death stalls every write for ~6 s.
+  if (f.read_timeout_s < 10)
+    rep->Warn("timeouts", "read_timeout=" + std::to_string(f.read_timeout_s) +
+                              " s: a node's death stalls every write ~6 s, and a renewal cut off "
+                              "by the timeout has an unknown outcome; use read_timeout=10 or more");
+  else
+    rep->Ok("timeouts", "read_timeout=" + std::to_string(f.read_timeout_s) +
+                            " s outlasts the ~6 s write stall of a node's death; give leases a "
+                            "ttl of 15 s or more (dlock run --ttl; the default 30 s is)");
 }
 
 // Returns whether a table is missing, and whether the lease table is usable.

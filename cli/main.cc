@@ -32,7 +32,11 @@ std::string ExitCodeHelp() {
        "\nEnvironment: DLOCK_URL (the database, instead of --url), DLOCK_PASSWORD (the password,\n"
        "kept out of ps). CMD gets DLOCK_KEY, DLOCK_OWNER and DLOCK_TOKEN (the fencing token), and\n"
        "neither DLOCK_PASSWORD nor the URL's password.\n"
-       "URL: mysql://user[:password]@host[:port]/database[?table=...&row_table=...&...]\n";
+       "URL: mysql://user[:password]@host[:port]/database[?table=...&row_table=...&...], or as\n"
+       "your services have it: user:password@tcp(host:3306)/database?... (go-sql-driver) or\n"
+       "jdbc:mysql://host:3306/database?user=...&password=... (see dlock.h).\n"
+       "Galera: mysql://user@host:port,host:port,.../database names the nodes; locks go to the\n"
+       "first healthy one.\n";
   return s;
 }
 
@@ -266,8 +270,12 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv, argv + argc);
   // Whatever might hold a password is known before the first message.
   if (const char* env = std::getenv("DLOCK_URL")) NoteSecrets(env);
-  for (const auto& a : args)
+  for (const auto& a : args) {
     if (a.find("://") != std::string::npos) NoteSecrets(a.substr(a.find('=') < a.find("://") ? a.find('=') + 1 : 0));
+    // A go-sql-driver DSN (user:password@tcp(host)/db) has no scheme.
+    else if (a.find('@') != std::string::npos)
+      NoteSecrets(a.compare(0, 2, "--") == 0 && a.find('=') != std::string::npos ? a.substr(a.find('=') + 1) : a);
+  }
 
   CLI::App app{"dlock: distributed locks on MySQL/MariaDB; run a command under a lock, like flock(1)"
                " across hosts, and inspect or repair the lock tables.",

@@ -1,6 +1,8 @@
 #include "say.h"
 
+#include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <vector>
 
@@ -63,6 +65,16 @@ void NoteSecrets(const std::string& url) {
   if (at == std::string::npos && authority.find('[') == std::string::npos) {
     const size_t first = authority.find(':'), last = authority.rfind(':');
     if (first != std::string::npos && last > first) Add(authority.substr(first + 1, last - first - 1));
+  }
+  // A JDBC URL's password=... (any case), as written and with '+' a space.
+  std::string lower = url;
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (size_t p = lower.find("password="); p != std::string::npos; p = lower.find("password=", p + 1)) {
+    const size_t from = p + std::strlen("password="), end = url.find('&', from);
+    std::string value = url.substr(from, end == std::string::npos ? end : end - from);
+    Add(value);
+    for (char& ch : value) if (ch == '+') ch = ' ';
+    Add(value);
   }
 }
 

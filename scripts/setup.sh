@@ -11,6 +11,7 @@ APT_PACKAGES=(
   faketime python3 python3-venv python3-dev
   swig clang-14 libclang-rt-14-dev openssl
   abigail-tools
+  galera-4 rsync
   maven openjdk-17-jdk-headless
 )
 

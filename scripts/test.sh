@@ -12,7 +12,9 @@
 #      roots and used there (tests/packaging/fresh_root.sh)
 #   4. Go: go vet + go test -race; Java: mvn test on JDK 17 and 25, with the
 #      interop test across C, Java, Go and Python on one table
-#   5. the chaos run, short form (30 s): Python and `dlock run` workers on one
+#   5. Galera: a 3-node cluster on loopback (scripts/galera.sh) and the
+#      pytest family in tests/galera (about 1 minute with the cluster's start)
+#   6. the chaos run, short form (30 s): Python and `dlock run` workers on one
 #      key under kills, pauses, KILL CONNECTION, a server restart and freeze;
 #      the history checked for linearizability (scripts/chaos.sh, tests/chaos)
 # Every suite talks to a real MariaDB: a throwaway one on loopback that the
@@ -120,13 +122,22 @@ else
   failed+=("scripts/deb.sh")
 fi
 
-section "Go binding (go vet, go test -race)"
+section "Go binding (go vet, go test -race, go get from a fresh module)"
 bindings/go/run-tests.sh build || failed+=("go test")
 
 # Java's interop test takes a lock in Java and checks that C, another JVM,
 # Go and Python fail to take it, and the other way round (one table).
 section "Java binding (mvn test on JDK 17 and JDK 25)"
 DLOCK_PYTHON=$py bindings/java/run-tests.sh build || failed+=("mvn test")
+
+# A real 3-node Galera cluster (scripts/galera.sh, started and destroyed by
+# the suite): exclusion and fencing across nodes, certification conflicts,
+# row locks refused, polling waiters, a node SIGKILLed under its holder.
+# About a minute in all (the cluster's start ~10-25 s, the tests ~30-60 s).
+if [ -n "$py" ]; then
+  section "Galera cluster (3 nodes on loopback, tests/galera)"
+  "$py" -m pytest -q tests/galera || failed+=("galera tests")
+fi
 
 # On a server of its own (it restarts and freezes it), whatever DLOCK_URL says.
 section "chaos run, short form (scripts/chaos.sh runs the 10-minute one)"

@@ -42,6 +42,7 @@ DLOCK_SAME(DLOCK_EVENT_MAX_HOLD, dlock::EventType::kMaxHold);
 DLOCK_SAME(DLOCK_EVENT_RELEASE_GONE, dlock::EventType::kReleaseGone);
 DLOCK_SAME(DLOCK_EVENT_RENEW_RETRY, dlock::EventType::kRenewRetry);
 DLOCK_SAME(DLOCK_EVENT_CLEANUP, dlock::EventType::kCleanup);
+DLOCK_SAME(DLOCK_EVENT_TOPOLOGY, dlock::EventType::kTopology);
 DLOCK_SAME(DLOCK_SEVERITY_INFO, dlock::Severity::kInfo);
 DLOCK_SAME(DLOCK_SEVERITY_WARNING, dlock::Severity::kWarning);
 DLOCK_SAME(DLOCK_SEVERITY_CRITICAL, dlock::Severity::kCritical);

@@ -93,23 +93,7 @@ Status DescribeSchema(const std::string& url, SchemaSql* out) {
 }
 
 Status UrlWithoutPassword(const std::string& url, std::string* out) {
-  out->clear();
-  ClientOptions o;
-  Status s = ParseUrl(url, &o);
-  if (!s.ok()) return s;
-  // Split as ParseUrl does: the authority ends at the first '/', the user
-  // part at its last '@', the user name at the first ':' of that.
-  const size_t scheme_end = url.find("://") + 3;
-  const size_t slash = url.find('/', scheme_end);
-  const std::string authority = url.substr(scheme_end, slash - scheme_end);
-  const size_t at = authority.rfind('@');
-  if (at == std::string::npos) {
-    *out = url;
-    return Status::OK();
-  }
-  const std::string user = authority.substr(0, std::min(authority.find(':'), at));
-  *out = url.substr(0, scheme_end) + user + authority.substr(at) + url.substr(slash);
-  return Status::OK();
+  return UrlWithoutPasswordText(url, out);
 }
 
 Admin::Admin(std::unique_ptr<AdminImpl> impl) : impl_(std::move(impl)) {}
@@ -128,11 +112,16 @@ Status Admin::Open(const std::string& url, std::unique_ptr<Admin>* out) {
   impl->sql = info.dialect->build(impl->opts, info.mariadb);
   impl->facts.read_only = info.read_only;
   impl->facts.galera = info.galera;
+  impl->facts.galera_unhealthy = info.galera ? info.unhealthy : "";
+  impl->facts.cluster_size = info.cluster_size;
+  impl->facts.read_timeout_s = impl->opts.read_timeout_s;
+  impl->facts.node = impl->conn->where();
   out->reset(new Admin(std::move(impl)));
   return Status::OK();
 }
 
-std::string Admin::where() const { return impl_->opts.Where(); }
+// The node connected to (with a multi-host URL, the first healthy one).
+std::string Admin::where() const { return impl_->conn ? impl_->conn->where() : impl_->opts.Where(); }
 std::string Admin::user() const { return impl_->opts.user; }
 const std::string& Admin::database() const { return impl_->opts.database; }
 const std::string& Admin::lease_table() const { return impl_->opts.table; }

@@ -59,8 +59,25 @@ Status ClientImpl::Open(const std::string& url, const Config& cfg, std::unique_p
     s = c->InitSchema(*conn);
     if (!s.ok()) return s;
   }
+  if (c->server_.galera && c->opts_.read_timeout_s < kGaleraMinReadTimeoutS)
+    c->Raise(EventType::kTopology, Severity::kWarning, "", "", 0,
+             "read_timeout is " + std::to_string(c->opts_.read_timeout_s) +
+                 " s on Galera: a node's death stalls every write for ~6 s, and a renewal cut off "
+                 "by the timeout has an unknown outcome; use read_timeout=" +
+                 std::to_string(kGaleraMinReadTimeoutS) + " or more");
+  c->CheckTtlForTopology(c->lock_defaults_, "");
   *out = std::move(c);
   return Status::OK();
+}
+
+void ClientImpl::CheckTtlForTopology(const LockOptions& lock, const std::string& key) {
+  if (!server_.galera || lock.mode != LockMode::kLease || lock.ttl_ms >= kGaleraMinTtlMs) return;
+  if (warned_short_ttl_.exchange(true)) return;
+  Raise(EventType::kTopology, Severity::kWarning, key, "", 0,
+        "ttl " + std::to_string(lock.ttl_ms) +
+            " ms on Galera: a node's death stalls every write for ~6 s, so a lease renewed every "
+            "ttl/3 survives it only with a ttl of about 10 s or more; use " +
+            std::to_string(kGaleraMinTtlMs / 1000) + " s or more (warned once per client)");
 }
 
 ClientImpl::~ClientImpl() {

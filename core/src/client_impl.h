@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -41,6 +42,12 @@ Status CheckTablePrivileges(Conn& conn, const ClientOptions& opts, const SchemaT
 // and `dlock init`. A table missing without the CREATE privilege is kDb
 // saying to run `dlock init`.
 Status EnsureTables(Conn& conn, const TableSql& sql, const ClientOptions& opts);
+
+// On Galera any node's death stalls every write for ~6 s (research: 5.6-6.4 s
+// after a SIGKILL, evs.suspect_timeout 5 s + the view change): below these,
+// a TOPOLOGY warning (client open, first lock with such a ttl) and doctor.
+constexpr int64_t kGaleraMinTtlMs = 15000;
+constexpr int kGaleraMinReadTimeoutS = 10;
 class ClientImpl {
  public:
   static Status Open(const std::string& url, const Config& cfg, std::unique_ptr<ClientImpl>* out);
@@ -102,6 +109,9 @@ class ClientImpl {
   WaitQueues& waiters() { return waiters_; }
   // Wake-up names (GET_LOCK) are used unless the server is a Galera node.
   bool wakeup_supported() const { return !server_.galera; }
+  // On Galera, a TOPOLOGY warning (once per client) for a lease ttl that
+  // cannot ride out the ~6 s write stall of a node's death (under 15 s).
+  void CheckTtlForTopology(const LockOptions& lock, const std::string& key);
 
  private:
   ClientImpl(ClientOptions opts, LockOptions lock_defaults);
@@ -111,6 +121,7 @@ class ClientImpl {
   LockOptions lock_defaults_;
   Pool pool_;
   ServerInfo server_;
+  std::atomic<bool> warned_short_ttl_{false};
   pid_t pid_;
   std::string host_;
   Statements sql_;

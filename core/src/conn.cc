@@ -1,5 +1,7 @@
 #include "conn.h"
 
+#include "thread_annotations.h"
+
 #include <errmsg.h>
 #include <mysqld_error.h>
 
@@ -8,7 +10,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <strings.h>
 
@@ -49,6 +54,43 @@ const char* const kSessionInit[] = {
     "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
 };
 
+// Nodes of multi-host URLs that could not be used lately (unreachable,
+// unhealthy, or failed a statement with a node error), process-wide: a new
+// connection tries them after the others for kNodeDownFor, so that a dead
+// node does not cost every new connection a connect timeout.
+constexpr auto kNodeDownFor = std::chrono::seconds(5);
+Mutex g_down_mu;
+std::map<std::string, std::chrono::steady_clock::time_point> g_down GUARDED_BY(g_down_mu);  // host:port -> since
+
+std::string NodeId(const std::string& host, unsigned port) {
+  return host + ":" + std::to_string(port);
+}
+
+void NoteNodeDown(const std::string& id) {
+  MutexLock g(g_down_mu);
+  if (g_down.size() > 1024) g_down.clear();  // bounded, whatever URLs come and go
+  g_down[id] = std::chrono::steady_clock::now();
+}
+
+bool NodeRecentlyDown(const std::string& id) {
+  MutexLock g(g_down_mu);
+  auto it = g_down.find(id);
+  if (it == g_down.end()) return false;
+  if (std::chrono::steady_clock::now() - it->second < kNodeDownFor) return true;
+  g_down.erase(it);
+  return false;
+}
+
+void NoteNodeUp(const std::string& id) {
+  MutexLock g(g_down_mu);
+  g_down.erase(id);
+}
+
+// Galera: the node cannot serve lock statements (1047: not in the primary
+// component; 1180: lost it during commit); the session is given up so that
+// the retry goes to another node (1180's outcome is unknown: re-checked).
+bool IsNodeError(unsigned err) { return err == ER_UNKNOWN_COM_ERROR || err == ER_ERROR_DURING_COMMIT; }
+
 }  // namespace
 
 bool IsConnectionError(unsigned err) {
@@ -74,8 +116,10 @@ bool IsConnectionError(unsigned err) {
 
 bool IsOutcomeUnknown(unsigned err) {
   // Lost while a statement was in flight: the server may have run it.
+  // 1180 (Galera: "Not connected to Primary Component" during commit): the
+  // write set's fate is not known to this node.
   return err == CR_SERVER_LOST || err == 2055 || err == 5013 || err == ER_CONNECTION_KILLED ||
-         err == ER_SERVER_SHUTDOWN;
+         err == ER_SERVER_SHUTDOWN || err == ER_ERROR_DURING_COMMIT;
 }
 
 Code ClassifyError(unsigned err) {
@@ -97,6 +141,47 @@ Code ClassifyError(unsigned err) {
 }
 
 Status Conn::Connect(const ClientOptions& o, std::unique_ptr<Conn>* out) {
+  if (o.nodes.size() < 2 || !o.socket.empty()) return ConnectNode(o, out);
+  // The URL's order, except that nodes that failed lately go last.
+  std::vector<size_t> order;
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t i = 0; i < o.nodes.size(); ++i)
+      if (NodeRecentlyDown(NodeId(o.nodes[i].host, o.nodes[i].port)) == (pass == 1))
+        order.push_back(i);
+  std::string why;
+  Status first_error;
+  bool all_read_only = true;
+  for (size_t i : order) {
+    ClientOptions one = o;
+    one.nodes.clear();
+    one.host = o.nodes[i].host;
+    one.port = o.nodes[i].port;
+    const std::string id = NodeId(one.host, one.port);
+    std::unique_ptr<Conn> c;
+    Status s = ConnectNode(one, &c);
+    if (s.ok() && c->server().unhealthy.empty()) {
+      NoteNodeUp(id);
+      *out = std::move(c);
+      return Status::OK();
+    }
+    NoteNodeDown(id);
+    if (!why.empty()) why += "; ";
+    if (!s.ok()) {
+      all_read_only = false;
+      if (first_error.ok()) first_error = s;
+      why += s.message();
+    } else {
+      if (c->server().unhealthy != "read_only=ON") all_read_only = false;
+      why += one.Where() + " is not usable: " + c->server().unhealthy;
+    }
+  }
+  Code code = all_read_only ? Code::kReadOnly : Code::kConnect;
+  return Status(code, "no healthy node among the URL's " + std::to_string(o.nodes.size()) +
+                          " hosts: " + why,
+                first_error.ok() ? 0 : first_error.server_errno());
+}
+
+Status Conn::ConnectNode(const ClientOptions& o, std::unique_ptr<Conn>* out) {
   LibraryInit();
   MYSQL* m = mysql_init(nullptr);
   if (m == nullptr) return Status::Internal("mysql_init failed (out of memory)");
@@ -156,6 +241,7 @@ Status Conn::Connect(const ClientOptions& o, std::unique_ptr<Conn>* out) {
       return Status::Internal("cannot set close-on-exec on the connection's socket");
   }
   c->where_ = o.Where();
+  c->node_ = NodeId(o.host, o.port);
   Status s = c->ReadServerInfo(o.dialect);
   if (!s.ok()) return s;
   *out = std::move(c);
@@ -223,7 +309,14 @@ void Conn::Abort() {
 }
 
 Status Conn::Fail(const char* what, unsigned err, const char* msg) {
-  if (IsConnectionError(err)) broken_ = true;
+  if (IsConnectionError(err)) {
+    broken_ = true;
+    if (!aborted_.load()) NoteNodeDown(node_);  // for multi-host URLs: try the others first
+  }
+  if (server_.galera && IsNodeError(err)) {
+    broken_ = true;  // this node cannot serve locks now: the retry goes elsewhere
+    NoteNodeDown(node_);
+  }
   return Status(ClassifyError(err),
                 std::string(what) + " on " + where_ + ": " + PrintableText(msg) + " (" +
                     std::to_string(err) + ")",
@@ -249,6 +342,39 @@ Status Conn::ReadServerInfo(SqlDialect forced) {
     server_.galera = row[3] && (strcasecmp(row[3], "ON") == 0 || std::strcmp(row[3], "1") == 0);
   }
   mysql_free_result(res);
+  if (server_.read_only) server_.unhealthy = "read_only=ON";
+  if (server_.galera && server_.unhealthy.empty()) return ReadGaleraHealth();
+  return Status::OK();
+}
+
+Status Conn::ReadGaleraHealth() {
+  // information_schema answers on a node outside the primary component,
+  // where table reads fail with 1047 (and SELECT 1 still works).
+  const char* sql =
+      "SELECT @@session.wsrep_on, VARIABLE_NAME, VARIABLE_VALUE FROM "
+      "information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN "
+      "('WSREP_READY','WSREP_CLUSTER_STATUS','WSREP_LOCAL_STATE_COMMENT','WSREP_CLUSTER_SIZE')";
+  if (mysql_real_query(m_, sql, std::strlen(sql)) != 0)
+    return Fail("reading the Galera node's state", mysql_errno(m_), mysql_error(m_));
+  MYSQL_RES* res = mysql_store_result(m_);
+  if (res == nullptr) return Fail("reading the Galera node's state", mysql_errno(m_), mysql_error(m_));
+  std::string ready, status, state, session_on;
+  while (MYSQL_ROW row = mysql_fetch_row(res)) {
+    if (row[0]) session_on = row[0];
+    std::string name = row[1] ? row[1] : "", value = row[2] ? row[2] : "";
+    if (strcasecmp(name.c_str(), "WSREP_READY") == 0) ready = value;
+    else if (strcasecmp(name.c_str(), "WSREP_CLUSTER_STATUS") == 0) status = value;
+    else if (strcasecmp(name.c_str(), "WSREP_CLUSTER_SIZE") == 0) server_.cluster_size = std::atoi(value.c_str());
+    else state = value;
+  }
+  mysql_free_result(res);
+  if (strcasecmp(ready.c_str(), "ON") != 0) server_.unhealthy = "wsrep_ready=" + PrintableText(ready);
+  else if (status != "Primary")
+    server_.unhealthy = "wsrep_cluster_status=" + PrintableText(status) + " (not in the primary component)";
+  else if (state != "Synced")
+    server_.unhealthy = "wsrep_local_state_comment=" + PrintableText(state) + " (not Synced)";
+  else if (session_on == "0")
+    server_.unhealthy = "wsrep_on is off for this session (its writes would not replicate)";
   return Status::OK();
 }
 

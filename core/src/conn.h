@@ -48,6 +48,11 @@ struct ServerInfo {
   bool mariadb = false;  // the version names MariaDB
   // The statements to send it (the `dialect` option, or the version's word).
   const Dialect* dialect = nullptr;
+  // Empty when the server can take locks; else why not, e.g.
+  // "read_only=ON" or, on Galera, "wsrep_cluster_status=non-Primary"
+  // (a node that lost quorum still answers SELECT 1).
+  std::string unhealthy;
+  int cluster_size = 0;  // Galera: wsrep_cluster_size
 };
 
 // Errors after which the connection is unusable.
@@ -72,6 +77,9 @@ class SqlConn {
 
 class Conn : public SqlConn {
  public:
+  // With several nodes in opts (a multi-host URL): the first healthy one
+  // (ServerInfo::unhealthy empty), nodes that failed in the last seconds
+  // tried last; when none is, the error names each node's reason.
   static Status Connect(const ClientOptions& opts, std::unique_ptr<Conn>* out);
   ~Conn();
   Conn(const Conn&) = delete;
@@ -126,6 +134,8 @@ class Conn : public SqlConn {
   // Counts every statement sent (for the client's counters).
   void set_counter(std::atomic<uint64_t>* c) { sent_ = c; }
   const ServerInfo& server() const { return server_; }
+  // "host:port/db" of the node this connection went to.
+  const std::string& where() const { return where_; }
 
  private:
   explicit Conn(MYSQL* m);
@@ -137,6 +147,10 @@ class Conn : public SqlConn {
   }
   Status Fail(const char* what, unsigned err, const char* msg);
   Status ReadServerInfo(SqlDialect forced);
+  // Galera only: wsrep_ready, wsrep_cluster_status, Synced (-> unhealthy).
+  Status ReadGaleraHealth();
+  // One address: opts.host/opts.port (or opts.socket).
+  static Status ConnectNode(const ClientOptions& opts, std::unique_ptr<Conn>* out);
 
   MYSQL* m_;
   int fd_ = -1;  // the socket, read once: Abort() runs on other threads
@@ -147,6 +161,7 @@ class Conn : public SqlConn {
   std::atomic<uint64_t>* sent_ = nullptr;
   ServerInfo server_;
   std::string where_;
+  std::string node_;  // host:port, for the multi-host memo of failed nodes
   std::unordered_map<std::string, MYSQL_STMT*> stmts_;
 };
 

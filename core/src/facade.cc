@@ -117,6 +117,7 @@ Status Lock::Open(std::shared_ptr<Client> client, const std::string& key, const 
     return Status(Code::kUnsupported,
                   "row locks are refused on Galera: InnoDB row locks do not exclude across "
                   "nodes; use a lease lock");
+  client->impl()->CheckTtlForTopology(opts, key);
   // auto_renew on a row lock is accepted and does nothing: a row lock has no
   // expiry, it is kept until released, which is what auto_renew asks for.
   std::shared_ptr<LockImpl> impl;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dlock/core.hpp"
 #include "dialect_table.h"
@@ -45,6 +46,14 @@ struct ClientOptions {
   std::string host = "127.0.0.1";
   unsigned port = 3306;
   std::string database;
+  // Every node a URL names when it names several (mysql://u@h1:p1,h2:p2/db),
+  // in its order; host and port are then the first. Empty for one address.
+  // Connections go to the first healthy node (Conn::Connect).
+  struct Node {
+    std::string host;
+    unsigned port = 3306;
+  };
+  std::vector<Node> nodes;
 
   DLOCK_CLIENT_OPTIONS(DLOCK_OPTION_FIELD)
 
@@ -84,8 +93,17 @@ std::string OptionDefault(const OptionInfo& option);
 const OptionInfo* FirstDifference(const LockOptions& a, const LockOptions& b, std::string* va,
                                   std::string* vb);
 
-// Parses mysql://user[:password]@host[:port]/database[?k=v&...].
+// Parses mysql://user[:password]@host[:port]/database[?k=v&...] (also
+// mariadb://), a go-sql-driver DSN (user:password@tcp(host:port)/database?..)
+// or a jdbc:mysql:// / jdbc:mariadb:// URL; then DLOCK_PASSWORD fills in a
+// missing password.
 Status ParseUrl(const std::string& url, ClientOptions* out);
+// The parameters of a go-sql-driver DSN (jdbc false) or a JDBC URL that
+// ParseUrl reads or ignores (dlock.h lists them; core_unit checks that).
+std::vector<std::string> DriverParamNames(bool jdbc);
+// url, in any form ParseUrl reads, with its password taken out; empty and
+// the parse error when it does not parse.
+Status UrlWithoutPasswordText(const std::string& url, std::string* out);
 // Applies one option (from the URL query or a Config) to client options.
 Status ApplyClientOption(const std::string& key, const std::string& value, ClientOptions* out);
 Status ApplyLockOption(const std::string& key, const std::string& value, LockOptions* out);

@@ -86,6 +86,14 @@ Status Pool::Get(Clock::time_point deadline, PooledConn* out, const std::functio
                    "server " + opts_.Where() +
                        " is read-only (a replica?): locks must be taken on the primary");
         c.reset();
+      } else if (s.ok() && !c->server().unhealthy.empty() &&
+                 c->server().unhealthy.rfind("wsrep_local_state_comment=", 0) != 0) {
+        // A Galera node outside the primary component (quorum lost) answers
+        // but fails every lock statement with 1047: say so now. (A node that
+        // is only not Synced, a donor, is used when it is the URL's one host.)
+        s = Status(Code::kConnect, "Galera node " + opts_.Where() +
+                                       " cannot take locks: " + c->server().unhealthy);
+        c.reset();
       }
       if (!s.ok()) {
         g.Lock();

@@ -64,6 +64,7 @@ class EventType(enum.IntEnum):
     RELEASE_GONE = 3  #: release found the row taken by another owner (left alone)
     RENEW_RETRY = 4  #: a renewal failed transiently and is being retried
     CLEANUP = 5  #: cleanup removed expired rows, or failed
+    TOPOLOGY = 6  #: a setting does not fit the server's topology (a short ttl on Galera)
 
 
 class Severity(enum.IntEnum):

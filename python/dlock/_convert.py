@@ -105,7 +105,16 @@ def redact(url: str) -> str:
     core splits it: the authority ends at the first '/', the user at the last '@'."""
     scheme, sep, rest = url.partition("://")
     if not sep:
-        return "<not a URL>"
+        # A go-sql-driver DSN: user[:password]@tcp(address)/db, the password
+        # running to the last '@' before the last '/'.
+        slash = url.rfind("/")
+        if slash < 0:
+            return "<not a URL>"
+        head, tail = url[:slash], url[slash:].split("?", 1)[0]
+        at = head.rfind("@")
+        if at >= 0:
+            head = head[:at].split(":", 1)[0] + head[at:]
+        return head + tail
     rest = rest.split("?", 1)[0]
     slash = rest.find("/")
     authority, path = (rest, "") if slash < 0 else (rest[:slash], rest[slash:])

@@ -236,7 +236,7 @@ static void test_version_and_codes(void) {
             DLOCK_E_CANCELLED == -13 && DLOCK_E_MAX_HOLD == -14,
         "code values changed");
   CHECK(DLOCK_EVENT_LOST == 1 && DLOCK_EVENT_MAX_HOLD == 2 && DLOCK_EVENT_RELEASE_GONE == 3 &&
-            DLOCK_EVENT_RENEW_RETRY == 4 && DLOCK_EVENT_CLEANUP == 5,
+            DLOCK_EVENT_RENEW_RETRY == 4 && DLOCK_EVENT_CLEANUP == 5 && DLOCK_EVENT_TOPOLOGY == 6,
         "event type values changed");
   CHECK(DLOCK_SEVERITY_INFO == 0 && DLOCK_SEVERITY_WARNING == 1 && DLOCK_SEVERITY_CRITICAL == 2,
         "severity values changed");
@@ -272,6 +272,7 @@ static void test_config(void) {
       {"reentrant", "0"},     {"reentrant", "1"},       {"holder", "thread"},
       {"holder", "lock"},     {"shards", "0"},          {"shards", "16"},
       {"shard_group", "my-group"}, {"wakeup", "auto"},  {"wakeup", "poll"},
+      {"fair", "0"},          {"fair", "1"},
   };
   static const char *const bad[][2] = {
       {"ttl_ms", "abc"},
@@ -309,6 +310,7 @@ static void test_config(void) {
       {"shards", "x"},
       {"shard_group", ""},
       {"wakeup", "push"},
+      {"fair", "2"},
       {"fence", "1"}, /* row locks carry no token: there is no such option */
   };
   dlock_error err;
@@ -549,6 +551,63 @@ static int has_control(const char *m) {
   for (; *m != '\0'; ++m)
     if ((unsigned char)*m < 0x20 || (unsigned char)*m == 0x7f) return 1;
   return 0;
+}
+
+/* The application's own settings (issue 23, 5): the fixture's URL as a
+ * go-sql-driver DSN and as a JDBC URL. Each opens a client on the same tables:
+ * a lock it holds is busy for a client of the mysql:// URL. */
+static void test_dsn_forms(dlock_client *client) {
+  struct url_parts up;
+  char dsn[1400], jdbc[1400], bad[1400], k[128];
+  const char *forms[2];
+  const char *query;
+  const char *secret = "Secr3tPassw0rd-do-not-print";
+  dlock_error err;
+  dlock_client *none = NULL;
+  size_t i;
+
+  if (!split_url(g_url, &up) || up.has_password) {
+    printf("  (dsn_forms: skipped, the URL has a password or is not mysql://)\n");
+    return;
+  }
+  query = strchr(up.rest, '?');
+  /* user@tcp(host:port)/db?.. and jdbc:mysql://host:port/db?..&user=.. */
+  snprintf(dsn, sizeof dsn, "%s%stcp(%s)%s%sparseTime=true&timeout=5s", up.user,
+           up.user[0] ? "@" : "", up.hostport, up.rest, query ? "&" : "?");
+  snprintf(jdbc, sizeof jdbc, "jdbc:mysql://%s%s%suser=%s&connectTimeout=5000&useUnicode=true",
+           up.hostport, up.rest, query ? "&" : "?", up.user);
+  forms[0] = dsn;
+  forms[1] = jdbc;
+  for (i = 0; i < 2; ++i) {
+    dlock_client *c = open_client(forms[i], NULL);
+    dlock_lock *mine, *theirs;
+    if (c == NULL) {
+      CHECK(0, "could not open a client from \"%s\"", forms[i]);
+      continue;
+    }
+    key(k, sizeof k, i == 0 ? "dsn" : "jdbc");
+    mine = open_lock(c, k, NULL, NULL);
+    theirs = open_lock(client, k, NULL, NULL);
+    if (mine != NULL && theirs != NULL && EXPECT(dlock_try(mine, 0, E), DLOCK_OK)) {
+      EXPECT(dlock_try(theirs, 0, E), DLOCK_BUSY);
+      EXPECT(dlock_release(mine, E), DLOCK_OK);
+      EXPECT(dlock_try(theirs, 0, E), DLOCK_OK);
+      EXPECT(dlock_release(theirs, E), DLOCK_OK);
+    }
+    dlock_close(mine);
+    dlock_close(theirs);
+    dlock_client_close(c);
+  }
+  /* Unknown parameters are named; a password never is. */
+  snprintf(bad, sizeof bad, "%s:%s@tcp(%s)/db?fooBar=1&zap=2", up.user, secret, up.hostport);
+  EXPECT(dlock_client_open(&none, bad, NULL, junk(&err)), DLOCK_E_INVALID);
+  CHECK(strstr(err.message, "'fooBar', 'zap'") != NULL, "DSN error names no parameter: %s",
+        msg_of(&err));
+  CHECK(strstr(err.message, "Secr3t") == NULL, "the DSN's password in: %s", msg_of(&err));
+  snprintf(bad, sizeof bad, "jdbc:mariadb://127.0.0.1:1/db?user=u&password=%s", secret);
+  EXPECT(dlock_client_open(&none, bad, NULL, junk(&err)), DLOCK_E_CONNECT);
+  CHECK(none == NULL, "a failed open left a client");
+  CHECK(strstr(err.message, "Secr3t") == NULL, "the JDBC URL's password in: %s", msg_of(&err));
 }
 
 static void test_messages(dlock_client *client) {
@@ -2848,6 +2907,7 @@ int main(void) {
   if (client != NULL && g_other != NULL) {
     RUN(test_null_pointers(client), "null_pointers");
     RUN(test_messages(client), "messages");
+    RUN(test_dsn_forms(client), "dsn_forms");
     RUN(test_lease(client), "lease");
     RUN(test_lease_lost(client), "lease_lost");
     RUN(test_row(client), "row");

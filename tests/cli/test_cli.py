@@ -576,6 +576,49 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 69)
         self.assertNotIn(secret, r.stderr)
 
+    def test_a_go_dsn_and_a_jdbc_url_take_the_lock(self):
+        # The application's own settings, passed as they are (issue 23, 5).
+        import urllib.parse
+        secret = "S3cr3t/pw@" + uuid.uuid4().hex[:6]  # '/' and '@': a DSN takes them as they are
+        u = urllib.parse.urlsplit(self.user_with_password(secret))
+        host, port, db, user = u.hostname, u.port or 3306, u.path.lstrip("/"), u.username
+        dsn = f"{user}:{secret}@tcp({host}:{port})/{db}?parseTime=true&timeout=5s&pool=2"
+        jdbc = (f"jdbc:mariadb://{host}:{port}/{db}?user={user}"
+                f"&password={urllib.parse.quote(secret, safe='')}&connectTimeout=5000&useUnicode=true")
+        safe = {dsn: f"{user}@tcp({host}:{port})/{db}?parseTime=true&timeout=5s&pool=2",
+                jdbc: f"jdbc:mariadb://{host}:{port}/{db}?user={user}&connectTimeout=5000&useUnicode=true"}
+        no_url = {k: v for k, v in os.environ.items() if k not in ("DLOCK_URL", "DLOCK_PASSWORD")}
+        for url in (dsn, jdbc):
+            for environ, args in ((env(DLOCK_URL=url), []), (no_url, ["--url", url])):
+                r = dlock(*args, "run", self.key, "--", "env", environ=environ)
+                self.assertEqual(r.returncode, 0, (url, r.stderr))
+                self.assertNotIn(secret, r.stdout + r.stderr)
+                job_env = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+                self.assertEqual(job_env["DLOCK_KEY"], self.key)
+                self.assertGreater(int(job_env["DLOCK_TOKEN"]), 0)
+                if not args:  # the job sees DLOCK_URL in its own form, without the password
+                    self.assertEqual(job_env["DLOCK_URL"], safe[url])
+            r = dlock("list", "--json", environ=env(DLOCK_URL=url))
+            self.assertEqual(r.returncode, 0, r.stderr)
+        # Typos and unknown parameters: refused (or unreachable), never the password.
+        pieces = [secret[i:i + 4] for i in range(len(secret) - 3)]
+        for url in (f"{user}:{secret}tcp({host}:{port})/{db}",             # the '@' forgotten
+                    f"{user}:{secret}@{host}:{port}/{db}",                 # no tcp(...)
+                    f"{user}:{secret}@tcp({host}:{port})/{db}?fooBar=1",
+                    f"{user}:{secret}@tcp({host}:1)/{db}",                 # nothing listens
+                    f"jdbc:mysql://{host}:{port}/{db}?user={user}&password={secret}&fooBar=1",
+                    f"jdbc:mysql://{host}:1/{db}?user={user}&password={secret}",
+                    f"jdbc:mysql://{host}:{port}/{db}?user={user}&password={secret}x"):  # wrong one
+            for args in (["run", self.key, "--", "true"], ["list"], ["doctor"]):
+                r = dlock(*args, environ=env(DLOCK_URL=url))
+                self.assertIn(r.returncode, (1, 69), (url, args, r.stderr))
+                for piece in pieces:
+                    self.assertNotIn(piece, r.stdout + r.stderr, (url, args))
+        r = dlock("run", self.key, "--", "true",
+                  environ=env(DLOCK_URL=f"{user}:{secret}@tcp({host}:{port})/{db}?fooBar=1&zap=2"))
+        self.assertEqual(r.returncode, 69, r.stderr)
+        self.assertIn("'fooBar', 'zap'", r.stderr)
+
     # -- stop before the next one can start (issue 18, 3) ----------------------
 
     def test_a_frozen_server_stops_the_job_before_the_lease_can_expire(self):

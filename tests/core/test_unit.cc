@@ -91,6 +91,37 @@ TEST_CASE("ParseUrl: user, password, host, port, database and defaults") {
   CHECK(o.port == 65535u);
 }
 
+TEST_CASE("ParseUrl: several hosts (a Galera cluster), each with its own port") {
+  EnvPassword env(nullptr);
+  ClientOptions o = MustParse("mysql://u:p,w@db1:3311,db2,[::1]:3313/app?pool=2");
+  CHECK(o.password == "p,w");  // a ',' in the password is the password's
+  REQUIRE(o.nodes.size() == 3u);
+  CHECK(o.nodes[0].host == "db1");
+  CHECK(o.nodes[0].port == 3311u);
+  CHECK(o.nodes[1].host == "db2");
+  CHECK(o.nodes[1].port == 3306u);
+  CHECK(o.nodes[2].host == "::1");
+  CHECK(o.nodes[2].port == 3313u);
+  CHECK(o.host == "db1");  // the first node is the one messages name before a connection
+  CHECK(o.port == 3311u);
+  CHECK(o.pool == 2);
+  CHECK(MustParse("mysql://u@db1:3311/app").nodes.empty());  // one address: no list
+
+  for (const char* bad : {"mysql://u@db1:3311,,db2:3312/app", "mysql://u@db1:3311,/app",
+                          "mysql://u@,db2/app", "mysql://u@db1:x,db2:3312/app",
+                          "mysql://u@db1:3311,db2:3312/app?socket=/tmp/s"}) {
+    ClientOptions x;
+    Status s = dlock::ParseUrl(bad, &x);
+    INFO(bad);
+    CHECK(s.code() == dlock::Code::kInvalid);
+    CHECK(!s.message().empty());
+  }
+  std::string many = "mysql://u@";
+  for (int i = 0; i < 17; ++i) many += (i ? ",h" : "h") + std::to_string(i);
+  ClientOptions x;
+  CHECK(dlock::ParseUrl(many + "/app", &x).code() == dlock::Code::kInvalid);
+}
+
 TEST_CASE("ParseUrl: mariadb:// scheme is the same as mysql://") {
   EnvPassword env(nullptr);
   ClientOptions a = MustParse("mariadb://u:pw@h:3310/d?pool=3");

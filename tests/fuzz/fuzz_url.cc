@@ -1,5 +1,7 @@
 // The URL parser (ParseUrl): never crashes, every message is one printable
-// line, and no message ever shows the password.
+// line, and no message ever shows the password, in any of its forms
+// (mysql://, a go-sql-driver DSN, jdbc:mysql:// with the password in the
+// authority or as password=).
 //
 // The input is parsed twice over. First as it is, as a whole URL (no crash,
 // one-line messages). Then as the fields of
@@ -105,18 +107,38 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     rotated_password[i] = Rotate(password[i]);
   }
   if (rotated_password == password) return 0;  // nothing to rotate (no letter or digit)
+  // Each form from the same fields; nothing shown may change when only the
+  // password does.
+  auto same_shown = [](const std::string& built, const std::string& other, const std::string& pw) {
+    const Seen first = Parse(built);
+    const Seen second = Parse(other);
+    FUZZ_CHECK(first.code == second.code && first.shown == second.shown,
+               "the password reached what the user is shown\n  url:      %s\n  password: %s\n"
+               "  shown:    %s\n  rotated:  %s\n  shown:    %s",
+               dlock_fuzz::Show(built).c_str(), dlock_fuzz::Show(pw).c_str(),
+               dlock_fuzz::Show(first.shown).c_str(), dlock_fuzz::Show(other).c_str(),
+               dlock_fuzz::Show(second.shown).c_str());
+  };
+  const std::string q = query.empty() ? "" : "?" + query;
+  // go-sql-driver's DSN: the password runs to the last '@' before the last
+  // '/', whatever it holds.
+  same_shown(user + ":" + password + "@tcp(" + host + ")/" + database + q,
+             user + ":" + rotated_password + "@tcp(" + host + ")/" + database + q, password);
+  // JDBC, the password as password=: a raw '&' in it starts a parameter of
+  // its own (password=a&table=b), which no parser can tell from one.
+  if (password.find('&') == std::string::npos)
+    same_shown("jdbc:mysql://" + host + "/" + database + "?user=" + user + "&password=" + password +
+                   (query.empty() ? "" : "&" + query),
+               "jdbc:mysql://" + host + "/" + database + "?user=" + user + "&password=" +
+                   rotated_password + (query.empty() ? "" : "&" + query),
+               password);
   const size_t at = password.find('@');
   if (at != std::string::npos && password.find_first_of("/?#", at) != std::string::npos) return 0;
-  const std::string tail = "@" + host + "/" + database + (query.empty() ? "" : "?" + query);
-  const std::string built = "mysql://" + user + ":" + password + tail;
-  const std::string other = "mysql://" + user + ":" + rotated_password + tail;
-  const Seen first = Parse(built);
-  const Seen second = Parse(other);
-  FUZZ_CHECK(first.code == second.code && first.shown == second.shown,
-             "the password reached what the user is shown\n  url:      %s\n  password: %s\n"
-             "  shown:    %s\n  rotated:  %s\n  shown:    %s",
-             dlock_fuzz::Show(built).c_str(), dlock_fuzz::Show(password).c_str(),
-             dlock_fuzz::Show(first.shown).c_str(), dlock_fuzz::Show(other).c_str(),
-             dlock_fuzz::Show(second.shown).c_str());
+  const std::string tail = "@" + host + "/" + database + q;
+  same_shown("mysql://" + user + ":" + password + tail, "mysql://" + user + ":" + rotated_password + tail,
+             password);
+  // JDBC with user:password@ in the authority, read as mysql:// reads it.
+  same_shown("jdbc:mariadb://" + user + ":" + password + tail,
+             "jdbc:mariadb://" + user + ":" + rotated_password + tail, password);
   return 0;
 }

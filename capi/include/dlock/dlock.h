@@ -180,6 +180,14 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *                     auto: the releasing holder wakes them through a
  *                     server-side GET_LOCK name, never used on Galera; poll:
  *                     they only poll)
+ *     fair            waiters are served in arrival order: a holder that
+ *                     releases and asks again queues behind them: 0|1
+ *                     (default 1). Threads of one client that
+ *                     wait for a key queue in arrival order and a release
+ *                     hands the key to the longest waiter; across clients
+ *                     the server's wake-up queue orders them. 0: whoever
+ *                     asks first after a release may take it (a thread that
+ *                     releases and at once asks again usually does)
  */
 DLOCK_EXPORT int dlock_config_set(dlock_config *cfg, const char *key,
                                   const char *value, dlock_error *err);
@@ -196,9 +204,62 @@ typedef struct dlock_client dlock_client;
  * messages show it are refused (DLOCK_E_INVALID): a host with a ':' outside
  * [brackets] (the '@' forgotten), a user name with a raw '@', a raw ':' in
  * the database, an '@' after mysql:///, a password= URL option. Write such
- * characters in a user name or database %-encoded (%3A, %40). Connects once
- * to check the server (reachable, writable, not a replica) and creates the
- * lock tables if missing.
+ * characters in a user name or database %-encoded (%3A, %40).
+ * The application's own settings are read too, into the same options:
+ *   user:password@tcp(host:3306)/database?param=value&..
+ *       a go-sql-driver DSN (also unix(/path), @/database = 127.0.0.1:3306,
+ *       tcp([::1]:3306)): user and password are taken as they are, the
+ *       password up to the last '@' before the last '/'; the database is
+ *       %-decoded, parameter values query-unescaped ('/' as %2F). Read:
+ *       timeout -> connect_timeout and readTimeout -> read_timeout (Go
+ *       durations, rounded up to whole seconds; 0 keeps dlock's default),
+ *       tls=true -> ssl_mode=verify, skip-verify|preferred -> require (no
+ *       plain fallback), false -> disable; a registered TLS config name is
+ *       refused. Ignored (the application's result shapes, charset, time
+ *       zone, auth plugins; writeTimeout: read_timeout bounds writes too):
+ *       allowAllFiles allowCleartextPasswords allowFallbackToPlaintext
+ *       allowNativePasswords allowOldPasswords charset checkConnLiveness
+ *       clientFoundRows collation columnsWithAlias compress
+ *       connectionAttributes interpolateParams loc maxAllowedPacket
+ *       multiStatements parseTime rejectReadOnly serverPubKey timeTruncate
+ *       tinyInt1IsBool writeTimeout, and the session variables time_zone
+ *       sql_mode autocommit transaction_isolation tx_isolation.
+ *   jdbc:mysql://[user[:password]@]host[:port]/database?user=..&password=..
+ *       (or jdbc:mariadb://) one host, no failover/load-balancing/
+ *       replication form: the authority as in mysql://, parameters (names
+ *       without regard to case) form-decoded ('+' is a space, a '&' in a
+ *       password is %26). Read: user, password, connectTimeout ->
+ *       connect_timeout and socketTimeout -> read_timeout (milliseconds,
+ *       rounded up to seconds; 0 keeps dlock's default), sslMode
+ *       (DISABLED -> disable; PREFERRED, REQUIRED, trust -> require;
+ *       VERIFY_CA, VERIFY_IDENTITY, verify-ca, verify-full -> verify, which
+ *       also checks the host name), else useSSL with requireSSL,
+ *       verifyServerCertificate (Connector/J: verify only with it) and
+ *       trustServerCertificate (MariaDB: verify unless it), serverSslCert
+ *       (a file) -> ssl_ca, localSocket -> socket; a Java key store
+ *       (trustCertificateKeyStoreUrl, trustStore) is refused. Ignored:
+ *       characterEncoding characterSetResults connectionCollation useUnicode
+ *       serverTimezone connectionTimeZone forceConnectionTimeZoneToSession
+ *       preserveInstants useLegacyDatetimeCode zeroDateTimeBehavior
+ *       tinyInt1isBit transformedBitIsBoolean yearIsDateType
+ *       useServerPrepStmts cachePrepStmts prepStmtCacheSize
+ *       prepStmtCacheSqlLimit rewriteBatchedStatements allowMultiQueries
+ *       useAffectedRows useCompression tcpKeepAlive autoReconnect
+ *       allowPublicKeyRetrieval allowLoadLocalInfile sessionVariables
+ *       enabledTLSProtocols permitMysqlScheme maxPoolSize minPoolSize
+ *       poolName maxIdleTime connectionAttributes serverRSAPublicKeyFile,
+ *       and MariaDB's pool=true|false.
+ *   In both, dlock's client options are read by their names and win over a
+ *   driver's parameter; any other parameter is refused, every one named in
+ *   the message, unless the name may be a password in the wrong place (a
+ *   digit or a sign in it, right after password=, or in a URL without a
+ *   password: then only a near miss of a known name is named). A DSN's
+ *   tcp(localhost) and a JDBC URL's localhost mean TCP to 127.0.0.1 (for
+ *   Connector/C, the host localhost is its unix socket). The drivers' own
+ *   defaults are not copied: what the string does not say is dlock's
+ *   default (TLS off, connect_timeout 5, read_timeout 30).
+ * Connects once to check the server (reachable, writable, not a replica)
+ * and creates the lock tables if missing.
  * cfg may be NULL.
  * Thread safety: a client is safe to use from many threads at once.
  * Ownership: the caller closes it with dlock_client_close after closing every
@@ -306,8 +367,14 @@ DLOCK_EXPORT void dlock_close(dlock_lock *lock);
  * dlock_cancel shuts the socket of the statement the call is waiting on
  * (a row wait, a wake-up wait, a lease attempt), so that the call returns
  * at once even from a server that does not answer; whether a lease attempt
- * cut off that way took the lease is unknown, and such a lease, if taken,
- * runs out by its ttl, as after DLOCK_E_UNKNOWN. */
+ * cut off that way took the lease is unknown, as after DLOCK_E_UNKNOWN.
+ * The server may also run such a statement only after the call returned,
+ * even after the holder's release, and take the lease then. Either way
+ * (cut off by a cancel, or DLOCK_E_UNKNOWN) the lock object's next
+ * dlock_try acquires as that statement's owner, so it takes such a lease at
+ * once, as its own (since 1.3; a dlock_try of another thread of the object
+ * included, e.g. one whose wait the same dlock_cancel ended); for every
+ * other lock object and process such a lease runs out by its ttl. */
 DLOCK_EXPORT int dlock_try(dlock_lock *lock, int64_t wait_ms, dlock_error *err);
 
 /* dlock_try and dlock_release on behalf of a holder id chosen by the caller
@@ -447,9 +514,10 @@ DLOCK_EXPORT int dlock_wait_lost_from(dlock_lock *lock, uint64_t cancel_mark, in
  * wake-up GET_LOCK, a row-lock wait) is ended by closing that connection's
  * socket, which works even when the server does not answer; a cancel that
  * arrives just before such a wait starts is seen when it starts. A lease
- * attempt in dlock_try is cut the same way (a lease it may have taken runs
- * out by its ttl: see dlock_try); renew and release round trips are let
- * finish, so that their outcome is known. Calls started later are not affected,
+ * attempt in dlock_try is cut the same way (a lease it may have taken is
+ * the object's next dlock_try's, else runs out by its ttl: see dlock_try);
+ * renew and release round trips are let finish, so that their outcome is
+ * known. Calls started later are not affected,
  * except a dlock_try_from / dlock_wait_lost_from given a mark taken before.
  * Thread safety: any thread. Returns DLOCK_OK, DLOCK_E_INVALID for NULL, or
  * DLOCK_E_FORKED in a forked child (nothing is cancelled or sent: the
@@ -542,7 +610,9 @@ typedef enum dlock_event_type {
   DLOCK_EVENT_MAX_HOLD = 2,      /* max hold reached: renewal stopped (critical) */
   DLOCK_EVENT_RELEASE_GONE = 3,  /* release found the row taken by another owner */
   DLOCK_EVENT_RENEW_RETRY = 4,   /* a renewal failed transiently; retrying */
-  DLOCK_EVENT_CLEANUP = 5        /* cleanup removed rows, or failed */
+  DLOCK_EVENT_CLEANUP = 5,       /* cleanup removed rows, or failed */
+  DLOCK_EVENT_TOPOLOGY = 6       /* a setting does not fit the server's topology, e.g. a ttl
+                                    under 15 s or a read timeout under 10 s on Galera */
 } dlock_event_type;
 
 typedef enum dlock_severity {

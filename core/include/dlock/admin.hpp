@@ -36,8 +36,9 @@ struct SchemaSql {
 // empty url. Needs no server.
 Status DescribeSchema(const std::string& url, SchemaSql* out);
 
-// url with the password taken out of it (mysql://user@host/db?...), to pass
-// on where a password must not go (a job's environment). kInvalid, and *out
+// url with the password taken out of it (mysql://user@host/db?...,
+// user@tcp(host)/db?... for a DSN, a JDBC URL without user:password@'s
+// password and without password=), in the form it came in, to pass on where a password must not go (a job's environment). kInvalid, and *out
 // empty, when url does not parse.
 Status UrlWithoutPassword(const std::string& url, std::string* out);
 
@@ -49,6 +50,14 @@ struct ServerFacts {
   std::string dialect;  // the statements dlock sends it: "mariadb", "mysql"
   bool read_only = false;
   bool galera = false;
+  // Galera: "" when the node can take locks, else why not (not ready, not
+  // in the primary component, not Synced); and the cluster's size.
+  std::string galera_unhealthy;
+  int cluster_size = 0;
+  // The URL's (or default) read timeout and the node dlock connected to
+  // (with a multi-host URL, the first healthy one).
+  int read_timeout_s = 0;
+  std::string node;
 };
 
 struct TableCheck {

@@ -77,6 +77,7 @@ enum class EventType : int {
   kReleaseGone = 3,   // release found the row no longer ours
   kRenewRetry = 4,    // a renewal failed transiently and is being retried
   kCleanup = 5,       // cleanup removed expired rows
+  kTopology = 6,      // a setting does not fit the server's topology (a short ttl on Galera)
 };
 enum class Severity : int { kInfo = 0, kWarning = 1, kCritical = 2 };
 

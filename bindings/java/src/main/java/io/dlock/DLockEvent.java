@@ -8,8 +8,9 @@ import java.time.Instant;
 
 /**
  * Something the library noticed about a client's locks (dlock.h's dlock_event): a lost lease, a
- * max-hold trip, a release that found the row taken, a renewal retried, a cleanup run. Read them
- * with {@link DLockClient#nextEvent(java.time.Duration)}.
+ * max-hold trip, a release that found the row taken, a renewal retried, a cleanup run, a setting
+ * unfit for the topology (a short ttl on Galera). Read them with {@link
+ * DLockClient#nextEvent(java.time.Duration)}.
  */
 public final class DLockEvent {
   /** What happened. */
@@ -19,6 +20,7 @@ public final class DLockEvent {
     RELEASE_GONE,
     RENEW_RETRY,
     CLEANUP,
+    TOPOLOGY,
     OTHER
   }
 
@@ -53,6 +55,9 @@ public final class DLockEvent {
         break;
       case dlock_event_type.DLOCK_EVENT_CLEANUP:
         type = Type.CLEANUP;
+        break;
+      case dlock_event_type.DLOCK_EVENT_TOPOLOGY:
+        type = Type.TOPOLOGY;
         break;
       default:
         type = Type.OTHER;

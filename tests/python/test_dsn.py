@@ -1,0 +1,71 @@
+"""The application's own settings (issue 23, 5): dlock.connect takes a
+go-sql-driver DSN and a JDBC URL as they are, read by the core into the same
+options as a mysql:// URL."""
+
+from __future__ import annotations
+
+import urllib.parse
+
+import pytest
+
+import dlock
+
+
+def _forms(db_url: str) -> tuple[str, str]:
+    """The test server's URL as user[:password]@tcp(host:port)/db?.. and as
+    jdbc:mariadb://host:port/db?user=..&password=..."""
+    u = urllib.parse.urlsplit(db_url)
+    user = urllib.parse.unquote(u.username or "")
+    password = urllib.parse.unquote(u.password or "")
+    host = f"[{u.hostname}]" if ":" in (u.hostname or "") else u.hostname
+    where = f"{host}:{u.port or 3306}"
+    db = u.path.lstrip("/")
+    userinfo = user + (f":{password}" if password else "")
+    dsn = f"{userinfo}@tcp({where})/{db}?parseTime=true&loc=Local&timeout=5s&readTimeout=30s"
+    jdbc = (f"jdbc:mariadb://{where}/{db}?user={urllib.parse.quote(user, safe='')}"
+            + (f"&password={urllib.parse.quote(password, safe='')}" if password else "")
+            + "&connectTimeout=5000&useUnicode=true&characterEncoding=UTF-8")
+    return dsn, jdbc
+
+
+@pytest.mark.parametrize("form", ["dsn", "jdbc"])
+def test_a_dsn_and_a_jdbc_url_open_a_client_on_the_same_tables(
+        db_url: str, client: dlock.Client, key: str, form: str) -> None:
+    url = dict(zip(("dsn", "jdbc"), _forms(db_url)))[form]
+    other = dlock.connect(url, pool=2)
+    try:
+        with other.lock(key, ttl=30) as held:
+            assert held.held and held.token > 0
+            with pytest.raises(dlock.LockTimeout):  # the mysql:// client sees it taken
+                with client.lock(key, wait=0):
+                    pass  # pragma: no cover
+        with client.lock(key, wait=5) as mine:
+            assert mine.token > held.token
+    finally:
+        other.close()
+
+
+def test_unknown_parameters_are_named_and_a_password_never() -> None:
+    secret = "S3cretPw-" + "x7q"
+    with pytest.raises(dlock.InvalidArgument) as e:
+        dlock.connect(f"app:{secret}@tcp(127.0.0.1:1)/db?parseTime=true&fooBar=1&zap=2")
+    assert "'fooBar', 'zap'" in str(e.value)
+    assert "S3cret" not in str(e.value)
+    with pytest.raises(dlock.InvalidArgument) as e:
+        dlock.connect(f"jdbc:mysql://127.0.0.1:1/db?user=app&password={secret}&sslMode=REQUIRED&bogusOpt=1")
+    assert "'bogusOpt'" in str(e.value) and "S3cret" not in str(e.value)
+    with pytest.raises(dlock.ConnectionError) as e:  # well-formed; nothing listens there
+        dlock.connect(f"jdbc:mysql://127.0.0.1:1/db?user=app&password={secret}", connect_timeout=1)
+    assert "S3cret" not in str(e.value)
+    with pytest.raises(dlock.ConnectionError) as e:
+        dlock.connect(f"app:{secret}@tcp(127.0.0.1:1)/db", connect_timeout=1)
+    assert "S3cret" not in str(e.value) and "S3cret" not in repr(e.value)
+
+
+def test_repr_shows_where_but_never_the_password() -> None:
+    from dlock import _convert
+
+    assert _convert.redact("app:s3c/r@t@tcp(db:3306)/app?timeout=5s") == "app@tcp(db:3306)/app"
+    assert _convert.redact("/app") == "/app"
+    assert _convert.redact("jdbc:mysql://db:3306/app?user=app&password=s3cret") == "jdbc:mysql://db:3306/app"
+    assert _convert.redact("jdbc:mariadb://app:s3cret@db/app") == "jdbc:mariadb://app@db/app"
