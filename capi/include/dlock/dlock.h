@@ -182,7 +182,7 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *                     they only poll)
  *     fair            waiters are served in arrival order: a holder that
  *                     releases and asks again queues behind them: 0|1
- *                     (default 1). Threads of one client that
+ *                     (default 1; since 1.4). Threads of one client that
  *                     wait for a key queue in arrival order and a release
  *                     hands the key to the longest waiter; across clients
  *                     the server's wake-up queue orders them. 0: whoever
