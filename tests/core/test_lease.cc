@@ -215,6 +215,55 @@ TEST_CASE("lease: a lease taken late by a cancelled attempt is the same object's
   DT_CHECK_CODE(a->Release(), Code::kLost);  // its release was the one above
 }
 
+// A multi-host URL whose first node refuses connections (port 1 on
+// loopback): every connection of the pool and the watchdog goes to the
+// second, the process-wide record of failed nodes is read and written by
+// every thread at once (this suite runs under ASan and TSan), and exclusion
+// holds.
+TEST_CASE("lease: a multi-host URL with a dead first node, shared by threads") {
+  const std::string url = dlock_test_url();
+  const size_t at = url.find('@');
+  REQUIRE(at != std::string::npos);
+  const std::string multi = url.substr(0, at + 1) + "127.0.0.1:1," + url.substr(at + 1);
+  std::shared_ptr<dlock::Client> c;
+  dlock::Config ccfg;
+  REQUIRE(ccfg.Set("pool", "3").ok());
+  dlock::Status s = dlock::Client::Open(multi, ccfg, &c);
+  REQUIRE_MESSAGE(s.ok(), s.message());
+  const std::string key = kPrefix + "multi-host";
+  std::atomic<int> inside{0}, overlaps{0}, wins{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      dlock::Config cfg;  // no REQUIRE off the test's thread: failures are counted
+      std::unique_ptr<dlock::Lock> l;
+      if (!cfg.Set("mode", "lease").ok() || !cfg.Set("ttl_ms", "10000").ok() ||
+          !cfg.Set("auto_renew", "1").ok() ||
+          !dlock::Lock::Open(c, key, cfg, &l).ok()) {
+        ++errors;
+        return;
+      }
+      for (int round = 0; round < 10; ++round) {
+        dlock::Status st = l->Try(10000);
+        if (!st.ok()) {
+          ++errors;
+          continue;
+        }
+        if (inside.fetch_add(1) != 0) ++overlaps;
+        ++wins;
+        inside.fetch_sub(1);
+        if (!l->Release().ok()) ++errors;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(errors.load() == 0);
+  CHECK(overlaps.load() == 0);
+  CHECK(wins.load() == 40);
+  // Every connection went to the live node: one per pooled slot at most.
+  CHECK(c->impl()->pool().open_count() <= 3);
+}
+
 TEST_CASE("lease: renew extends by the database clock") {
   Admin admin;
   auto c = OpenClient();
