@@ -365,8 +365,9 @@ DLOCK_EXPORT void dlock_close(dlock_lock *lock);
  * (cut off by a cancel, or DLOCK_E_UNKNOWN) the lock object's next
  * dlock_try acquires as that statement's owner, so it takes such a lease at
  * once, as its own (since 1.3; a dlock_try of another thread of the object
- * included, e.g. one whose wait the same dlock_cancel ended); for every
- * other lock object and process such a lease runs out by its ttl. */
+ * included, e.g. one whose wait the same dlock_cancel ended, and of the
+ * lock objects that share its hold, see dlock_open); for lock objects that
+ * do not share it and for other processes such a lease runs out by its ttl. */
 DLOCK_EXPORT int dlock_try(dlock_lock *lock, int64_t wait_ms, dlock_error *err);
 
 /* dlock_try and dlock_release on behalf of a holder id chosen by the caller
