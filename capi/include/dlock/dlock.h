@@ -681,6 +681,21 @@ DLOCK_EXPORT int dlock_client_cleanup(dlock_client *client, uint64_t *out_delete
  * any call that needs a connection; DLOCK_E_FORKED in a forked child. */
 DLOCK_EXPORT int dlock_client_init_schema(dlock_client *client, dlock_error *err);
 
+/* A client over several servers (a URL naming several, see
+ * dlock_client_open): how many there are (1 for a URL naming one; 0 for
+ * NULL). Since 1.4. */
+DLOCK_EXPORT size_t dlock_client_server_count(const dlock_client *client);
+/* The server key (key_len bytes, as dlock_open takes it) lives on: its index
+ * in the URL's order into *out_index (0 with one server), and, when id_buf
+ * is not NULL, that server's identity (the text the hash is computed over:
+ * host:port, /database, ?table=..&row_table=..; never a user or password)
+ * NUL-terminated into id_buf, cut at id_buf_size - 1 bytes. Asks no server:
+ * for tests and operators ("where is key X?"). Since 1.4.
+ * Errors: DLOCK_E_INVALID for a NULL argument or a key dlock_open refuses. */
+DLOCK_EXPORT int dlock_client_server_of(const dlock_client *client, const char *key,
+                                        size_t key_len, size_t *out_index, char *id_buf,
+                                        size_t id_buf_size, dlock_error *err);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
