@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "dlock/admin.hpp"
 #include "dlock/core.hpp"
 #include "options.h"
 
@@ -142,6 +143,16 @@ Status ServerIds(const std::string& url, const Config& cfg, std::vector<std::str
                                "): each key must map to one place; list every server once");
     out->push_back(std::move(id));
   }
+  return Status::OK();
+}
+
+Status KeyServerUrl(const std::string& url, const std::string& key, std::string* out) {
+  out->clear();
+  Status s = ValidateKey(key);
+  if (!s.ok()) return s;
+  std::vector<std::string> ids;
+  if (!(s = ServerIds(url, Config(), &ids)).ok()) return s;
+  *out = SplitServerUrls(url)[RendezvousPick(ids, key)];
   return Status::OK();
 }
 
