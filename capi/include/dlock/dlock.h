@@ -250,6 +250,21 @@ typedef struct dlock_client dlock_client;
  *   Connector/C, the host localhost is its unix socket). The drivers' own
  *   defaults are not copied: what the string does not say is dlock's
  *   default (TLS off, connect_timeout 5, read_timeout 30).
+ *   Several independent servers (lock traffic beyond one server): full
+ *       URLs joined by ';', e.g. mysql://app@db1/app;mysql://app@db2/app
+ *       (split only where a new mysql://, mariadb://, jdbc:mysql:// or
+ *       jdbc:mariadb:// URL begins, so a ';' in a password stays; not a
+ *       go-sql-driver DSN; each may be a multi-host URL; at most 64; cfg
+ *       applies to each). Every key lives on one server, chosen by
+ *       rendezvous hashing of the server's identity and the key (README,
+ *       Topologies; dlock_client_server_of), and every call on a lock goes
+ *       to that server only: exclusion and fencing tokens are per key.
+ *       Every client must list the same servers (in any order), or two
+ *       clients may hold one key at once. A server listed twice is
+ *       DLOCK_E_INVALID; open connects to every server (an error names the
+ *       one that failed); dlock_client_init_schema and
+ *       dlock_client_cleanup act on each, dlock_client_counter sums them,
+ *       dlock_client_next_event gives every server's events.
  * Connects once to check the server (reachable, writable, not a replica)
  * and creates the lock tables if missing.
  * cfg may be NULL.
