@@ -2,6 +2,7 @@
 
 #include <mysqld_error.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <thread>
@@ -10,7 +11,7 @@ namespace dlock {
 
 void JitterSleep(int attempt) {
   thread_local std::minstd_rand rng(std::random_device{}());
-  int base = 2 << attempt;  // 2, 4, 8, ... ms
+  int base = 2 << std::min(attempt, 5);  // 2, 4, 8, ... 64 ms
   std::uniform_int_distribution<int> d(base / 2, base);
   std::this_thread::sleep_for(std::chrono::milliseconds(d(rng)));
 }
