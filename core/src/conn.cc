@@ -308,6 +308,8 @@ void Conn::Abort() {
   if (fd_ >= 0) shutdown(fd_, SHUT_RDWR);
 }
 
+void Conn::NoteUnresponsive() const { NoteNodeDown(node_); }
+
 Status Conn::Fail(const char* what, unsigned err, const char* msg) {
   if (IsConnectionError(err)) {
     broken_ = true;

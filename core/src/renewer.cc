@@ -16,6 +16,12 @@ namespace {
 // is renewed early with the rest (see Run).
 int64_t DueUs(int64_t ttl_ms) { return ttl_ms * 1000 / 3; }
 int64_t SlackUs(int64_t ttl_ms) { return ttl_ms * 1000 / 6; }
+// One renewal attempt waits at most a renew interval for its answer (and
+// never past the earliest deadline of its leases): then it is cut and
+// retried on a new connection, which on a multi-host URL goes to another
+// node first. A cut renewal may still commit later; it only extends our
+// own lease, by no more than the deadline counted from a later send.
+int64_t AttemptUs(int64_t ttl_ms) { return ttl_ms * 1000 / 3; }
 
 constexpr size_t kMaxBatch = kMaxRenewBatch;
 
@@ -39,12 +45,32 @@ Renewer::~Renewer() {
     MutexLock g(mu_);
     stop_ = true;
     cv_.notify_all();
+    cut_cv_.notify_all();
   }
   // No Add() can run any more (the client is going away), so thread_ is
   // read without mu_; the thread itself never touches thread_.
-  if (thread_.joinable()) {
-    if (getpid() == client_->pid()) thread_.join();
-    else thread_.detach();  // forked child: the thread stayed in the parent
+  for (std::thread* t : {&thread_, &cutter_}) {
+    if (!t->joinable()) continue;
+    if (getpid() == client_->pid()) t->join();
+    else t->detach();  // forked child: the thread stayed in the parent
+  }
+}
+
+void Renewer::Cutter() {
+  RelockableMutexLock g(mu_);
+  while (!stop_) {
+    if (inflight_ == nullptr || cut_) {
+      cut_cv_.wait(mu_);
+      continue;
+    }
+    if (Clock::now() < cut_at_) {
+      cut_cv_.wait_until(mu_, cut_at_);
+      continue;
+    }
+    // Under mu_: the renewer's thread clears inflight_ (under mu_) before it
+    // closes the connection. Abort() only shuts the socket down.
+    inflight_->Abort();
+    cut_ = true;
   }
 }
 
@@ -61,7 +87,10 @@ void Renewer::Add(RenewedLease* lock, const std::string& key, const std::string&
   e.acquired_at = acquired_at;
   e.last_sent = deadline - std::chrono::milliseconds(ttl_ms);
   e.deadline = deadline;
-  if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+  if (!thread_.joinable()) {
+    thread_ = std::thread([this] { Run(); });
+    cutter_ = std::thread([this] { Cutter(); });
+  }
   cv_.notify_all();
 }
 
@@ -90,12 +119,41 @@ Status Renewer::EnsureConn() {
   return Status::OK();
 }
 
-Status Renewer::RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
-                           std::vector<Outcome>* outcomes) {
+Status Renewer::RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point cut_at,
+                           Clock::time_point* sent, std::vector<Outcome>* outcomes) {
   outcomes->assign(items.size(), Outcome::kError);
   Status s = EnsureConn();
   if (!s.ok()) return s;
   conn_used_ = Clock::now();
+  {
+    MutexLock g(mu_);
+    inflight_ = conn_.get();
+    cut_at_ = cut_at;
+    cut_ = false;
+    cut_cv_.notify_all();
+  }
+  s = RenewOn(ttl_ms, items, sent, outcomes);
+  bool cut = false;
+  {
+    MutexLock g(mu_);
+    inflight_ = nullptr;
+    cut = cut_;
+  }
+  if (cut && !s.ok()) {
+    conn_->NoteUnresponsive();
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - *sent);
+    s = Status(Code::kConnect,
+               "no answer from " + conn_->where() + " within " + std::to_string(waited.count()) +
+                   " ms (a stalled or hung node?): the renewal was cut, retried on a new connection (" +
+                   s.message() + ")",
+               s.server_errno());
+  }
+  return s;
+}
+
+Status Renewer::RenewOn(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
+                        std::vector<Outcome>* outcomes) {
+  Status s;
   const RenewSql& sql = client_->sql().renew;
   Counters& counters = client_->counters();
   for (size_t start = 0; start < items.size(); start += kMaxBatch) {
@@ -248,13 +306,20 @@ void Renewer::Run() {
     client_->counters().renew_ticks.fetch_add(1);
     for (auto& kv : batches) {
       std::vector<Outcome> outcomes;
-      Clock::time_point sent;
+      Clock::time_point sent = Clock::now();
+      // Cut at a renew interval, or at the earliest deadline among them.
+      Clock::time_point cut_at = sent + std::chrono::microseconds(AttemptUs(kv.first));
+      for (const Item& it : kv.second) {
+        auto e = entries_.find(it.lock);
+        if (e != entries_.end()) cut_at = std::min(cut_at, e->second.deadline);
+      }
       g.Unlock();  // no lock held during I/O: Remove() and Add() stay quick
-      Status s = RenewBatch(kv.first, kv.second, &sent, &outcomes);
+      Status s = RenewBatch(kv.first, kv.second, cut_at, &sent, &outcomes);
       g.Lock();
       Apply(kv.first, kv.second, s, sent, outcomes);
     }
   }
+  cut_cv_.notify_all();  // stop_: the cutter ends too
   g.Unlock();
   conn_.reset();
   mysql_thread_end();

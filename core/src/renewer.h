@@ -80,8 +80,18 @@ class Renewer {
   // Renews items (all with the same ttl) in as few statements as possible.
   // Fills outcomes[i]; returns the status of the failure, if any. Runs on
   // the renewer's thread without mu_: I/O never blocks Add() and Remove().
-  Status RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
-                    std::vector<Outcome>* outcomes) EXCLUDES(mu_);
+  // cut_at: when the attempt is given up if the server has not answered
+  // (the cutter aborts the connection; see Cutter).
+  Status RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point cut_at,
+                    Clock::time_point* sent, std::vector<Outcome>* outcomes) EXCLUDES(mu_);
+  // The cutter's thread: aborts the connection of a renewal attempt that
+  // runs past its cut_at_. A stalled or hung node would otherwise hold the
+  // renewer for the whole read timeout (30 s by default), longer than a
+  // lease's ttl, while the other nodes of a multi-host URL could renew it.
+  void Cutter() EXCLUDES(mu_);
+  // RenewBatch's statements on conn_.
+  Status RenewOn(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
+                 std::vector<Outcome>* outcomes) EXCLUDES(mu_);
   Status EnsureConn() EXCLUDES(mu_);
 
   ClientImpl* const client_;
@@ -90,6 +100,14 @@ class Renewer {
   std::map<RenewedLease*, Entry> entries_ GUARDED_BY(mu_);
   bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_ GUARDED_BY(mu_);  // started by the first Add()
+  std::thread cutter_ GUARDED_BY(mu_);  // started with thread_
+  std::condition_variable_any cut_cv_;  // waits on mu_: an attempt started, or stop
+  // The connection of the attempt in flight (null between attempts) and
+  // when to cut it; cut_: it was cut. Set and cleared by the renewer's
+  // thread; the connection is never closed while it is set here.
+  Conn* inflight_ GUARDED_BY(mu_) = nullptr;
+  Clock::time_point cut_at_ GUARDED_BY(mu_);
+  bool cut_ GUARDED_BY(mu_) = false;
   // The renewer's own connection, never starved by the pool. Touched only by
   // the renewer's thread (Run and what it calls), so no mutex.
   std::unique_ptr<Conn> conn_;
