@@ -16,12 +16,14 @@ namespace {
 // is renewed early with the rest (see Run).
 int64_t DueUs(int64_t ttl_ms) { return ttl_ms * 1000 / 3; }
 int64_t SlackUs(int64_t ttl_ms) { return ttl_ms * 1000 / 6; }
-// One renewal attempt waits at most a renew interval for its answer (and
-// never past the earliest deadline of its leases): then it is cut and
-// retried on a new connection, which on a multi-host URL goes to another
-// node first. A cut renewal may still commit later; it only extends our
-// own lease, by no more than the deadline counted from a later send.
-int64_t AttemptUs(int64_t ttl_ms) { return ttl_ms * 1000 / 3; }
+// One renewal attempt waits a renew interval (at least 1 s) for its answer,
+// not the whole read timeout (30 s by default, longer than most leases):
+// then it is cut and retried on a new connection, which on a multi-host
+// URL goes to another node first. Not cut at the lease's deadline: an
+// answer after it still renews (the lease counts from the send). A cut
+// renewal may still commit later; it only extends our own lease, never
+// past what a later send gives us.
+int64_t AttemptUs(int64_t ttl_ms) { return std::max<int64_t>(ttl_ms * 1000 / 3, 1000000); }
 
 constexpr size_t kMaxBatch = kMaxRenewBatch;
 
@@ -307,12 +309,7 @@ void Renewer::Run() {
     for (auto& kv : batches) {
       std::vector<Outcome> outcomes;
       Clock::time_point sent = Clock::now();
-      // Cut at a renew interval, or at the earliest deadline among them.
-      Clock::time_point cut_at = sent + std::chrono::microseconds(AttemptUs(kv.first));
-      for (const Item& it : kv.second) {
-        auto e = entries_.find(it.lock);
-        if (e != entries_.end()) cut_at = std::min(cut_at, e->second.deadline);
-      }
+      const Clock::time_point cut_at = sent + std::chrono::microseconds(AttemptUs(kv.first));
       g.Unlock();  // no lock held during I/O: Remove() and Add() stay quick
       Status s = RenewBatch(kv.first, kv.second, cut_at, &sent, &outcomes);
       g.Lock();

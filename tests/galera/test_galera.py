@@ -334,6 +334,77 @@ def test_holder_node_killed_multi_url_keeps_renewing(cluster: Cluster, key: str,
         contender.close()
 
 
+@pytest.fixture
+def node3_thawed(cluster: Cluster):
+    """The test freezes node 3 (SIGSTOP) and records its pid here; it is
+    killed, started again and Synced afterwards."""
+    frozen: List[int] = []
+    yield frozen
+    for pid in frozen:
+        cluster.kill_frozen(pid)
+    cluster.node_start(3)
+    cluster.wait_size(1, 3)
+
+
+def test_holder_node_frozen_multi_url_keeps_renewing(cluster: Cluster, key: str,
+                                                    node3_thawed: List[int]) -> None:
+    """The holder's URL names node 3 first; its watchdog renews there. Node 3
+    is frozen (SIGSTOP: sockets open, nothing answered, as a hung server):
+    the renewal in flight there is cut after a renew interval (ttl/3), not
+    after the 30 s read timeout, and retried on nodes 1/2, which evicted
+    node 3 after the ~6 s stall. The lease is never lost and a contender on
+    node 1 never gets it."""
+    ttl = 15.0
+    holder = dlock.connect(cluster.multi_url([3, 1, 2], connect_timeout=2), log_events=False)
+    contender = dlock.connect(cluster.url(1))
+    try:
+        h = holder.lock(key, ttl=ttl)
+        assert h.acquire(timeout=5)
+        token = h.token
+        # The watchdog's first renewal opens its connection: on node 3.
+        wait_for(lambda: holder.counters()["renewals"] >= 1, ttl, "the first renewal")
+        before = sessions_on(cluster, 3)
+        assert before >= 2, f"the holder's sessions are not on node 3 ({before})"
+        node3_thawed.append(cluster.freeze(3))
+        frozen_at = time.time()
+        renewed = holder.counters()["renewals"]
+        end = time.monotonic() + ttl + 3
+        tries = 0
+
+        def why() -> str:
+            return "; ".join(f"{ev.type.name} +{ev.time - frozen_at:.2f}s: {ev.message}"
+                             for ev in holder.events(timeout=0.1))
+
+        while time.monotonic() < end:
+            c = contender.lock(key, ttl=30)
+            if c.acquire(blocking=False):
+                raise AssertionError(f"the contender took a renewed lease "
+                                     f"(+{time.time() - frozen_at:.2f}s); holder: {why()}")
+            tries += 1
+            assert not h.lost, f"the holder lost its lease; holder: {why()}"
+            time.sleep(0.5)
+        owner, fence, expires = lease_row(cluster, 1, key)
+        assert owner == h.owner.encode() and fence == token
+        assert expires > frozen_at + ttl, "the lease was not renewed after the freeze"
+        assert holder.counters()["renewals"] > renewed
+        events = why()
+        assert "RENEW_RETRY" in events and f":{cluster.port(3)}/" in events and "no answer" in events, events
+        print(f"\nnode 3 frozen: renewal cut and moved, lease expires {expires - frozen_at:.1f} s "
+              f"after the freeze; {tries} contender attempts refused; {events}")
+        # The release goes through the pool, whose idle connection is on the
+        # frozen node: a statement there waits the read timeout (30 s). Once
+        # the node is dead, it goes to node 1.
+        cluster.kill_frozen(node3_thawed.pop())
+        h.release()
+        c = contender.lock(key, ttl=30)
+        assert c.acquire(timeout=5)
+        assert c.token == token + 1
+        c.release()
+    finally:
+        holder.close()
+        contender.close()
+
+
 def topology_events(client) -> List[str]:
     return [ev.message for ev in client.events(timeout=0.2) if ev.type == dlock.EventType.TOPOLOGY]
 
