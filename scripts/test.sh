@@ -122,7 +122,7 @@ else
   failed+=("scripts/deb.sh")
 fi
 
-section "Go binding (go vet, go test -race)"
+section "Go binding (go vet, go test -race, go get from a fresh module)"
 bindings/go/run-tests.sh build || failed+=("go test")
 
 # Java's interop test takes a lock in Java and checks that C, another JVM,

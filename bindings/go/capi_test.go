@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlock/dlock-go/internal/cbench"
+	"github.com/dlock/dlock/bindings/go/internal/cbench"
 )
 
 // Uncontended acquire + release (one attempt, lease lock, holder=lock, after

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dlock/dlock-go/internal/dlockc"
+	"github.com/dlock/dlock/bindings/go/internal/dlockc"
 )
 
 // Version is the loaded C library's version ("1.3.0"). Open fails with

@@ -3,7 +3,7 @@ package dlock
 import (
 	"testing"
 
-	"github.com/dlock/dlock-go/internal/dlockc"
+	"github.com/dlock/dlock/bindings/go/internal/dlockc"
 )
 
 // The package's code -> sentinel map against the library's own code table

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlock/dlock-go"
+	dlock "github.com/dlock/dlock/bindings/go"
 )
 
 // The tests run against the real server named by DLOCK_URL

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dlock/dlock-go"
+	dlock "github.com/dlock/dlock/bindings/go"
 )
 
 // The application's own settings (issue 23, 5): the DSN a Go service already

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dlock/dlock-go/internal/dlockc"
+	"github.com/dlock/dlock/bindings/go/internal/dlockc"
 )
 
 // Code is a dlock_code from dlock.h: 0 is success, DLOCK_BUSY (1) means

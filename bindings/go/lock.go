@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dlock/dlock-go/internal/dlockc"
+	"github.com/dlock/dlock/bindings/go/internal/dlockc"
 )
 
 // noLimit is the wait dlock_try and dlock_wait_lost take for "no limit":

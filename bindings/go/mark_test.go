@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlock/dlock-go/internal/dlockc"
+	"github.com/dlock/dlock/bindings/go/internal/dlockc"
 )
 
 // testClient opens a client on the test server, closed when the test ends.

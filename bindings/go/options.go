@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dlock/dlock-go/internal/dlockc"
+	"github.com/dlock/dlock/bindings/go/internal/dlockc"
 )
 
 // Option sets one dlock_config key (see dlock.h for the keys). Options given

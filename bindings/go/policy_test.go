@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlock/dlock-go"
+	dlock "github.com/dlock/dlock/bindings/go"
 )
 
 // The one policy every dlock binding follows (issue 17): failed work is

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dlock/dlock-go"
+	dlock "github.com/dlock/dlock/bindings/go"
 )
 
 // adminSQL runs statements with the mariadb command-line client on the test

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlock/dlock-go"
+	dlock "github.com/dlock/dlock/bindings/go"
 )
 
 // The lock's transaction (Begin, Exec, Rollback), checked from outside: a

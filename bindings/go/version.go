@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/dlock/dlock-go/internal/dlockc"
+	"github.com/dlock/dlock/bindings/go/internal/dlockc"
 )
 
 // needLibrary is the oldest libdlock this package works with, as

@@ -81,11 +81,10 @@ libdir=$(dirname "$(find "$prefix" -name dlock.pc | head -n1)")/..
 libdir=$(cd "$libdir" && pwd)
 command -v go >/dev/null 2>&1 || [ ! -x /usr/local/go/bin/go ] || export PATH="$PATH:/usr/local/go/bin"
 if [ -z "${DLOCK_GO_HOLD:-}" ] && command -v go >/dev/null 2>&1 && [ -d "$root/bindings/go/cmd/dlock-hold" ]; then
-  # The prefix in CGO_LDFLAGS too: Go's build cache does not see a change of
-  # pkg-config's output, and may hand back a cgo package that links an earlier
-  # (since deleted) prefix; CGO_LDFLAGS is part of its key.
-  if (cd "$root/bindings/go" && PKG_CONFIG_PATH="$libdir/pkgconfig" CGO_LDFLAGS="-O2 -g -L$libdir" \
-        GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=1 go build -o "$tmp/dlock-hold" ./cmd/dlock-hold); then
+  # The core compiled in from this checkout (cgo, goenv.sh); the Go build
+  # cache of bindings/go/run-tests.sh if it ran on the same build dir.
+  if (. "$root/bindings/go/goenv.sh" && export GOCACHE=${GOCACHE:-$(cd "${build:-$tmp}" && pwd)/go-cache} &&
+        cd "$root/bindings/go" && go build -o "$tmp/dlock-hold" ./cmd/dlock-hold); then
     export DLOCK_GO_HOLD="$tmp/dlock-hold"
   else
     echo "java-tests: FAIL: could not build Go's dlock-hold for the interop test" >&2
@@ -93,7 +92,6 @@ if [ -z "${DLOCK_GO_HOLD:-}" ] && command -v go >/dev/null 2>&1 && [ -d "$root/b
     status=1
   fi
 fi
-# The Go tool links libdlock.so.1 without a run path.
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "java-tests: interop with C, Java${DLOCK_GO_HOLD:+, Go}${DLOCK_PYTHON:+, Python}"
 

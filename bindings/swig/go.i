@@ -6,11 +6,10 @@
  */
 %module dlockc
 
-/* cgo finds the installed library through pkg-config and links it
- * dynamically (libdlock.so.1): no copy of the core in a Go binary. */
-%insert(cgo_comment_typedefs) %{
-#cgo pkg-config: dlock
-%}
+/* The cgo flags are not generated: internal/dlockc's link_source.go (the
+ * core compiled into the program from the module's sources) and
+ * link_system.go (-tags dlock_system: the installed libdlock.so.1 through
+ * pkg-config) pick them by build tag. */
 
 /* A Go string carries the key's bytes and length; dlock_open copies them. */
 %apply (char *STRING, size_t LENGTH) { (const char *key, size_t key_len) };

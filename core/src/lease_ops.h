@@ -27,11 +27,23 @@ struct ServerWait {
   std::function<void()> leave;
 };
 
+// How long the holder believes in a lease it acquired or renewed: from when
+// the statement was *sent*, by the client's monotonic clock, ttl less 1 part
+// in 1000. The server counts ttl from the statement's start by its own clock,
+// which is later, so while the two clocks run at the same rate the holder's
+// deadline comes first. The 0.1% keeps it first while the server's clock
+// runs up to 1000 ppm faster than ours (NTP slews each clock by at most
+// 500 ppm): a 30 s lease ends 30 ms early here. Not covered: a server
+// clock *stepped* forward, which ends every lease early by the step.
+inline Clock::duration LeaseSpan(int64_t ttl_ms) {
+  return std::chrono::microseconds(ttl_ms * 1000 - ttl_ms);
+}
+
 struct LeaseAttempt {
   bool won = false;
   uint64_t fence = 0;           // when won
   int64_t remaining_us = 0;     // when busy: the holder's lease, by the DB clock
-  Clock::time_point sent_at{};  // when the winning statement was sent
+  Clock::time_point sent_at{};  // when the winning statement was sent (+ LeaseSpan: our deadline)
 };
 
 // What a release statement said (it matches our row only while we own it,

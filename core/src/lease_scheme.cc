@@ -111,10 +111,18 @@ class LeaseScheme final : public Scheme {
   PooledConn own_conn_;         // the lock's own connection, when it needs one
   bool has_wake_name_ = false;  // own_conn_ holds the wake-up name
   bool txn_open_ = false;       // Begin() opened a transaction on own_conn_
+  // The owner of an acquire statement that a cancel cut off in flight
+  // (empty: none since this object last won). The server may still run that
+  // statement after the cancelled call returned, even after the holder's
+  // release, and take the lease for that owner; the next acquisitions of
+  // this object go on as that owner, so that such a lease is theirs to take
+  // (a repeat of their own attempt) rather than nobody's until its ttl.
+  // Touched by the acquiring thread only (one at a time per lock).
+  std::string cut_owner_;
 };
 
 Status LeaseScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Grant* out) {
-  out->owner = c_->NewOwner();
+  out->owner = cut_owner_.empty() ? c_->NewOwner() : cut_owner_;
   busy_remaining_us_.store(-1);
   WaitQueues& wq = c_->waiters();
   bool won = false;
@@ -157,7 +165,12 @@ Status LeaseScheme::Attempt(Clock::time_point deadline, CancelToken cancel, Gran
   LeaseAttempt a;
   // A cancel shuts the socket of the statement in flight, as for a row
   // wait: immediate also when the server does not answer.
-  const ServerWait wait{[&](Conn& conn) { return host_->EnterServerWait(conn, cancel); },
+  bool sent = false;  // a statement went out before the cancel
+  const ServerWait wait{[&](Conn& conn) {
+                          if (!host_->EnterServerWait(conn, cancel)) return false;
+                          sent = true;
+                          return true;
+                        },
                         [&] { host_->LeaveServerWait(); }};
   Status s = LeaseAcquire(*c_, db_key_, out->owner, opts_.ttl_ms, deadline,
                               own_conn_ ? &*own_conn_ : nullptr, &a,
@@ -165,14 +178,21 @@ Status LeaseScheme::Attempt(Clock::time_point deadline, CancelToken cancel, Gran
   // Cancelled, also when that cut the statement off in flight (its outcome
   // unknown): a server that did not answer cannot be asked to give back
   // what it may have taken without holding the cancel up for its
-  // timeouts, so that lease, if taken, runs out by its ttl (dlock.h).
-  if (s.code() == Code::kCancelled || (!s.ok() && cancel.cancelled())) return Cancelled();
+  // timeouts, so that lease, if taken, is this object's next acquisition's
+  // to take (cut_owner_), or runs out by its ttl (dlock.h).
+  if (s.code() == Code::kCancelled || (!s.ok() && cancel.cancelled())) {
+    if (sent) cut_owner_ = out->owner;
+    return Cancelled();
+  }
+  if (s.code() == Code::kUnknown) cut_owner_ = out->owner;  // dropped in flight: the same
   if (!s.ok()) return s;
   *won = a.won;
   if (a.won) {
+    // Whatever a cut statement of this owner did, this win took it over.
+    cut_owner_.clear();
     out->fence = a.fence;
     out->acquired_at = a.sent_at;
-    out->deadline = a.sent_at + std::chrono::milliseconds(opts_.ttl_ms);
+    out->deadline = a.sent_at + LeaseSpan(opts_.ttl_ms);
   } else {
     c_->waiters().NoteBusy(db_key_, a.remaining_us);
     busy_remaining_us_.store(a.remaining_us);
@@ -304,7 +324,7 @@ Status LeaseScheme::Renew(const std::string& owner, Clock::time_point acquired_a
     return Status::Lost("lock " + name_ + " was lost: " + why);
   }
   c_->counters().renewals.fetch_add(1);
-  *deadline = sent + std::chrono::milliseconds(opts_.ttl_ms);
+  *deadline = sent + LeaseSpan(opts_.ttl_ms);
   return Status::OK();
 }
 

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "client_impl.h"
+#include "lease_ops.h"
 
 namespace dlock {
 
@@ -87,8 +88,9 @@ void Renewer::Add(RenewedLease* lock, const std::string& key, const std::string&
   e.ttl_ms = ttl_ms;
   e.max_hold_ms = max_hold_ms;
   e.acquired_at = acquired_at;
-  e.last_sent = deadline - std::chrono::milliseconds(ttl_ms);
+  e.last_sent = deadline - LeaseSpan(ttl_ms);
   e.deadline = deadline;
+  preconnect_failed_ = false;  // a new lease: worth another try
   if (!thread_.joinable()) {
     thread_ = std::thread([this] { Run(); });
     cutter_ = std::thread([this] { Cutter(); });
@@ -101,11 +103,11 @@ void Renewer::Remove(RenewedLease* lock) {
   entries_.erase(lock);
 }
 
-void Renewer::Renewed(RenewedLease* lock, Clock::time_point sent, Clock::time_point deadline) {
+void Renewer::Renewed(RenewedLease* lock, Clock::time_point deadline) {
   MutexLock g(mu_);
   auto it = entries_.find(lock);
   if (it == entries_.end()) return;
-  it->second.last_sent = sent;
+  it->second.last_sent = deadline - LeaseSpan(it->second.ttl_ms);
   it->second.deadline = deadline;
   it->second.failures = 0;
 }
@@ -118,6 +120,7 @@ Status Renewer::EnsureConn() {
   if (!s.ok()) return s;
   c->set_counter(client_->pool().sent_counter());
   conn_ = std::move(c);
+  conn_used_ = Clock::now();
   return Status::OK();
 }
 
@@ -172,7 +175,9 @@ Status Renewer::RenewOn(int64_t ttl_ms, const std::vector<Item>& items, Clock::t
     params.push_back(Param::Int(ttl_ms * 1000));
     params.insert(params.end(), keys_owners.begin(), keys_owners.end());
     ExecResult r;
-    *sent = Clock::now();
+    // The first chunk's send time serves them all: later chunks' leases
+    // then end by our clock no later than by the server's.
+    if (start == 0) *sent = Clock::now();
     s = conn_->Exec(sql.batch[log2], params, &r);
     counters.renew_statements.fetch_add(1);
     if (!s.ok()) return s;
@@ -259,7 +264,7 @@ void Renewer::Apply(int64_t ttl, const std::vector<Item>& items, const Status& s
     Entry& en = e->second;
     if (outcomes[i] == Outcome::kRenewed) {
       en.last_sent = sent;
-      en.deadline = sent + std::chrono::milliseconds(ttl);
+      en.deadline = sent + LeaseSpan(ttl);
       en.failures = 0;
       en.retry_at = {};
       it.lock->OnRenewed(it.owner, en.deadline);
@@ -289,6 +294,18 @@ void Renewer::Run() {
     for (auto& x : expired) Lost(x.first, x.second);
     if (batches.empty()) {
       if (!expired.empty()) continue;
+      // A lease to renew and no connection yet: connect now, not when the
+      // first renewal falls due. A connect is several round trips (TCP,
+      // login, session setup, server facts); paid at the tick, it came out
+      // of the ttl/3 the renewal has, and on a loaded machine each round
+      // trip can wait for a CPU. One try: if it fails, the tick retries.
+      if (!entries_.empty() && !conn_ && !preconnect_failed_) {
+        g.Unlock();
+        const Status s = EnsureConn();
+        g.Lock();
+        preconnect_failed_ = !s.ok();
+        continue;
+      }
       // No lease left to renew: the connection closes after pool_idle_ms,
       // as the pool's idle ones do.
       const int64_t idle_ms = client_->options().pool_idle_ms;

@@ -46,8 +46,9 @@ class Renewer {
       EXCLUDES(mu_);
   // After it returns, the renewer never touches lock again.
   void Remove(RenewedLease* lock) EXCLUDES(mu_);
-  // A manual renew succeeded: the next tick can wait.
-  void Renewed(RenewedLease* lock, Clock::time_point sent, Clock::time_point deadline) EXCLUDES(mu_);
+  // A manual renew succeeded (deadline: the lock's new one): the next tick
+  // can wait.
+  void Renewed(RenewedLease* lock, Clock::time_point deadline) EXCLUDES(mu_);
 
  private:
   struct Entry {
@@ -108,10 +109,12 @@ class Renewer {
   Conn* inflight_ GUARDED_BY(mu_) = nullptr;
   Clock::time_point cut_at_ GUARDED_BY(mu_);
   bool cut_ GUARDED_BY(mu_) = false;
+  // Connecting ahead of the first tick failed (Run); Add() tries again.
+  bool preconnect_failed_ GUARDED_BY(mu_) = false;
   // The renewer's own connection, never starved by the pool. Touched only by
   // the renewer's thread (Run and what it calls), so no mutex.
   std::unique_ptr<Conn> conn_;
-  Clock::time_point conn_used_;  // its last statement
+  Clock::time_point conn_used_;  // its last statement (or its connect)
 };
 
 }  // namespace dlock

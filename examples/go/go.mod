@@ -1,7 +1,7 @@
-module github.com/dlock/dlock-go/examples/cron
+module github.com/dlock/dlock/examples/go
 
 go 1.21
 
-require github.com/dlock/dlock-go v0.0.0
+require github.com/dlock/dlock v0.0.0
 
-replace github.com/dlock/dlock-go => ../../bindings/go
+replace github.com/dlock/dlock => ../..

@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # Runs three instances of the cron example on one schedule and checks that
 # every round was run by exactly one of them.
-# Needs libdlock where pkg-config finds it (bindings/go/run-tests.sh installs
-# it into a temporary prefix and calls this script); uses $DLOCK_URL, or a
+# Builds the example with the core compiled in from this checkout (cgo;
+# bindings/go/run-tests.sh calls this script); uses $DLOCK_URL, or a
 # throwaway MariaDB.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 if [ -z "${DLOCK_URL:-}" ]; then exec "$root/scripts/with-db.sh" "$0" "$@"; fi
-command -v go >/dev/null 2>&1 || export PATH="$PATH:/usr/local/go/bin"
-export GOFLAGS=-mod=mod GOTOOLCHAIN=local
+. "$root/bindings/go/goenv.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dlock-cron.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT

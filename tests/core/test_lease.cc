@@ -1,7 +1,9 @@
 // core_lease: the lease lock (scheme 1) against the fixture server: acquire,
 // busy, release, owner safety, expiry by the database clock, fencing tokens.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <atomic>
 #include <climits>
+#include <thread>
 
 #include "core_test_util.h"
 #include "lock_impl.h"
@@ -14,6 +16,11 @@ class LockImplTestPeer {
   static void SetCount(LockImpl& l, int n) {
     MutexLock g(l.st_mu_);
     l.count_ = n;
+  }
+  // Threads waiting in the lock's claim line (fair=1).
+  static size_t ClaimLine(LockImpl& l) {
+    MutexLock g(l.st_mu_);
+    return l.claim_line_.size();
   }
 };
 }  // namespace dlock
@@ -30,6 +37,12 @@ const std::string kPrefix = UniquePrefix("lease");
 int64_t DbRemainingUs(Admin& admin, const std::string& key) {
   return admin.Int("SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expire_time) FROM distributed_lock WHERE lock_key = " +
                    Lit(key));
+}
+
+// The server's clock, in microseconds (for comparing how far it and ours
+// advanced over a test).
+int64_t DbNowUs(Admin& admin) {
+  return admin.Int("SELECT TIMESTAMPDIFF(MICROSECOND, '2000-01-01', UTC_TIMESTAMP(6))");
 }
 
 }  // namespace
@@ -136,6 +149,77 @@ TEST_CASE("lease: a waiter gets the lock soon after the holder releases") {
   CHECK(released == static_cast<int>(Code::kOk));
 }
 
+// A cancel shuts the socket of an acquire statement in flight, so the call
+// returns at once; the server still runs that statement, and may do so only
+// after the holder released (here: a release whose transaction commits
+// late). The lease it then takes is a live lease under the cut attempt's
+// owner: the same lock object's next acquisition goes on as that owner and
+// takes it at once, where a fresh owner would wait out its ttl.
+TEST_CASE("lease: a lease taken late by a cancelled attempt is the same object's next acquisition's") {
+  Admin holder;  // the holder's release, in a transaction that commits late
+  Admin watch;
+  const std::string last_id = watch.Scalar("SELECT MAX(ID) FROM information_schema.PROCESSLIST");
+  auto c1 = OpenClient();
+  auto c2 = OpenClient();
+  auto c3 = OpenClient();
+  const std::string key = kPrefix + "cut";
+  auto a = OpenLock(c1, key, "lease", 30000);
+  auto b = OpenLock(c2, key, "lease", 30000);
+  auto c = OpenLock(c3, key, "lease", 30000);
+  DT_REQUIRE_CODE(a->Try(0), Code::kOk);
+  holder.Exec("START TRANSACTION");
+  holder.Exec("UPDATE distributed_lock SET owner = '', expire_time = '1970-01-01 00:00:00' "
+              "WHERE lock_key = " + Lit(key) + " AND owner = " + Lit(a->owner()));
+  // b's acquire statement is on the server, waiting for the row the release
+  // holds: an INSERT on the lock table by a session of this test's clients.
+  std::atomic<int> code{-100};
+  std::thread waiter([&] { code = static_cast<int>(b->Try(20000).code()); });
+  struct Joiner {  // a failed REQUIRE must not leave the thread running
+    std::thread& t;
+    dlock::Lock& l;
+    ~Joiner() {
+      if (!t.joinable()) return;
+      (void)l.Cancel();
+      t.join();
+    }
+  } joiner{waiter, *b};
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(10), [&] {
+    return watch.Int("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID > " + last_id +
+                     " AND COMMAND = 'Execute' AND INFO LIKE 'INSERT INTO `distributed_lock`%'") > 0;
+  }));
+  auto cancelled_at = Clock::now();
+  DT_CHECK_CODE(b->Cancel(), Code::kOk);
+  waiter.join();
+  CHECK(code == static_cast<int>(Code::kCancelled));
+  CHECK(MsSince(cancelled_at) < 2000);
+  CHECK_FALSE(b->held());
+  // The release commits; the server runs the cut statement on the free row.
+  holder.Exec("COMMIT");
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(10), [&] {
+    SqlRow r = LeaseRow(watch, key);
+    return r.size() == 3 && r[0] && !r[0]->empty();
+  }));
+  const SqlRow taken = LeaseRow(watch, key);
+  const std::string cut_owner = *taken[0];
+  CHECK(cut_owner != a->owner());
+  // A live lease: nobody else gets it...
+  DT_CHECK_CODE(c->Try(0), Code::kBusy);
+  // ...but b's next acquisition is that owner's, and takes it at once.
+  auto t1 = Clock::now();
+  DT_REQUIRE_CODE(b->Try(2000), Code::kOk);
+  CHECK(MsSince(t1) < 1500);
+  CHECK(b->owner() == cut_owner);
+  CHECK(std::to_string(b->token()) == *taken[2]);
+  DT_CHECK_CODE(b->Release(), Code::kOk);
+  DT_CHECK_CODE(c->Try(0), Code::kOk);
+  DT_CHECK_CODE(c->Release(), Code::kOk);
+  // Once won, b's later acquisitions have owners of their own again.
+  DT_REQUIRE_CODE(b->Try(0), Code::kOk);
+  CHECK(b->owner() != cut_owner);
+  DT_CHECK_CODE(b->Release(), Code::kOk);
+  DT_CHECK_CODE(a->Release(), Code::kLost);  // its release was the one above
+}
+
 TEST_CASE("lease: renew extends by the database clock") {
   Admin admin;
   auto c = OpenClient();
@@ -202,6 +286,10 @@ TEST_CASE("lease: release after expiry and takeover is kLost; the new holder's r
   const std::string key = kPrefix + "takeover";
   auto a = OpenLock(c1, key, "lease", 400);
   auto b = OpenLock(c2, key, "lease", 30000);
+  // Both clocks, read around the whole takeover: the server's reads lie
+  // inside ours, so at the same rate its clock advances less than ours.
+  const auto ours0 = Clock::now();
+  const int64_t db0 = DbNowUs(admin);
   DT_REQUIRE_CODE(a->Try(0), Code::kOk);
   const uint64_t a_token = a->token();
 
@@ -217,7 +305,18 @@ TEST_CASE("lease: release after expiry and takeover is kLost; the new holder's r
   CHECK(*b_row[0] == b->owner());
   CHECK(std::stoull(*b_row[2]) == b->token());
 
-  CHECK(a->state() == LockState::kLost);  // by its own monotonic clock
+  // By its own monotonic clock: a's deadline counts from when its acquire
+  // was sent, the server's from the statement's start (later), so b can take
+  // over only after a's clock has run out. That holds while the server's
+  // clock runs no faster than ours (README, "Database time"); a server clock
+  // stepped forward is outside it, and the message then says so.
+  const bool a_lost = a->state() == LockState::kLost;
+  const int64_t db_ran_us = DbNowUs(admin) - db0;
+  const int64_t ours_ran_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - ours0).count();
+  CHECK_MESSAGE(a_lost, "b took over while a's own clock said held; over the test the server's "
+                        "clock advanced " << db_ran_us << " us, ours " << ours_ran_us << " us"
+                        << (db_ran_us > ours_ran_us ? " (the server's clock ran ahead: stepped?)" : ""));
   DT_CHECK_CODE(a->Renew(), Code::kLost);
   CHECK(LeaseRow(admin, key) == b_row);
   DT_CHECK_CODE(a->Release(), Code::kLost);
@@ -230,6 +329,61 @@ TEST_CASE("lease: release after expiry and takeover is kLost; the new holder's r
   DT_CHECK_CODE(a->Try(0), Code::kOk);
   CHECK(a->token() > b->token());
   DT_CHECK_CODE(a->Release(), Code::kOk);
+}
+
+TEST_CASE("lease: the holder's deadline comes before the server's: from the send, ttl less 0.1%") {
+  Admin admin;
+  auto c = OpenClient();
+  const std::string key = kPrefix + "deadline";
+  auto a = OpenLock(c, key, "lease", 30000);
+  // Ours is read after the server's, so at the same rate it must be below
+  // the server's by the 0.1% (30 ms) at least; and it is at most 29.97 s
+  // from the moment the call returned (the latest the statement was sent).
+  auto check = [&](const char* when, Clock::time_point returned) {
+    const int64_t db_us = DbRemainingUs(admin, key);
+    const auto t = Clock::now();
+    const int64_t ours_ms = a->remaining_ms();
+    const int64_t bound_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 returned + std::chrono::milliseconds(29970) - t).count();
+    INFO(std::string(when) << ": ours " << ours_ms << " ms, the server's " << db_us
+                           << " us, at most " << bound_ms << " ms by the return");
+    CHECK(ours_ms > 0);
+    CHECK(ours_ms * 1000 <= db_us - 30000);
+    CHECK(ours_ms <= bound_ms);
+  };
+  DT_REQUIRE_CODE(a->Try(0), Code::kOk);
+  check("after the acquire", Clock::now());
+  DT_REQUIRE_CODE(a->Renew(), Code::kOk);
+  check("after a renew", Clock::now());
+  DT_CHECK_CODE(a->Release(), Code::kOk);
+
+  // The watchdog's renewals keep to it too.
+  dlock::Config cfg = LockConfig("lease", 3000);
+  REQUIRE(cfg.Set("auto_renew", "1").ok());
+  std::unique_ptr<dlock::Lock> w;
+  REQUIRE(dlock::Lock::Open(c, key + "-w", cfg, &w).ok());
+  DT_REQUIRE_CODE(w->Try(0), Code::kOk);
+  int64_t last = w->remaining_ms();
+  bool renewed = false;
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(5), [&] {
+    const int64_t now = w->remaining_ms();
+    renewed = now > last;  // a renewal landed
+    last = now;
+    return renewed;
+  }));
+  // Ours read on both sides of the server's; a renewal that landed in
+  // between (it grew) makes the pair useless: read again.
+  int64_t db_us = 0, ours_ms = 0;
+  for (int i = 0; i < 10; ++i) {
+    const int64_t first = w->remaining_ms();
+    db_us = DbRemainingUs(admin, key + "-w");
+    ours_ms = w->remaining_ms();
+    if (ours_ms <= first) break;
+  }
+  INFO("renewed by the watchdog: ours " << ours_ms << " ms, the server's " << db_us << " us");
+  CHECK(ours_ms > 0);
+  CHECK(ours_ms * 1000 <= db_us - 3000);
+  DT_CHECK_CODE(w->Release(), Code::kOk);
 }
 
 TEST_CASE("lease: release after our own expiry (nobody took it) is kLost and frees the row") {
@@ -369,4 +523,43 @@ TEST_CASE("lease: re-entry stops at INT_MAX holds with kState; the count never w
   DT_CHECK_CODE(l->Release(me), Code::kOk);
   CHECK(l->CurrentState(me) == LockState::kIdle);
   l->Close(me);
+}
+
+TEST_CASE("fair: a waiting thread is served before the releaser that asks again at once") {
+  auto c = OpenClient();
+  for (dlock::LockMode mode : {dlock::LockMode::kLease, dlock::LockMode::kRow}) {
+    INFO("mode: " << (mode == dlock::LockMode::kLease ? "lease" : "row"));
+    dlock::LockOptions opts = c->impl()->lock_defaults();
+    opts.mode = mode;
+    REQUIRE(opts.fair);  // the default
+    const std::string key = kPrefix + (mode == dlock::LockMode::kLease ? "fair-lease" : "fair-row");
+    // Two objects of one hold (holder=thread), as lock objects of one client
+    // for one key share it: this thread is one holder, the waiter another.
+    auto l = std::make_shared<dlock::LockImpl>(c, key, opts, "");
+    dlock::LockCaller a, b;
+    for (int round = 0; round < 10; ++round) {
+      DT_REQUIRE_CODE(l->Try(a, 0), Code::kOk);
+      std::atomic<int> got{1};
+      std::thread waiter([&] {
+        dlock::Status s = l->Try(b, 10000);
+        got = static_cast<int>(s.code());
+        if (s.ok()) CHECK(l->Release(b).ok());
+      });
+      // The waiter stands in the claim line before the release.
+      REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(5),
+                        [&] { return dlock::LockImplTestPeer::ClaimLine(*l) == 1; }));
+      DT_CHECK_CODE(l->Release(a), Code::kOk);
+      // The releaser asks again at once (the article's loop): the waiter came
+      // first, so this one-shot attempt finds it taken, whichever step of its
+      // acquisition the waiter is in.
+      dlock::Status again = l->Try(a, 0);
+      CHECK(again.code() == Code::kBusy);
+      if (again.ok()) DT_CHECK_CODE(l->Release(a), Code::kOk);
+      waiter.join();
+      CHECK(got.load() == static_cast<int>(Code::kOk));
+    }
+    CHECK(dlock::LockImplTestPeer::ClaimLine(*l) == 0);
+    l->Close(a);
+    l->Close(b);
+  }
 }

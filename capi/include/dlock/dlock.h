@@ -180,6 +180,14 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *                     auto: the releasing holder wakes them through a
  *                     server-side GET_LOCK name, never used on Galera; poll:
  *                     they only poll)
+ *     fair            waiters are served in arrival order: a holder that
+ *                     releases and asks again queues behind them: 0|1
+ *                     (default 1). Threads of one client that
+ *                     wait for a key queue in arrival order and a release
+ *                     hands the key to the longest waiter; across clients
+ *                     the server's wake-up queue orders them. 0: whoever
+ *                     asks first after a release may take it (a thread that
+ *                     releases and at once asks again usually does)
  */
 DLOCK_EXPORT int dlock_config_set(dlock_config *cfg, const char *key,
                                   const char *value, dlock_error *err);
@@ -359,8 +367,14 @@ DLOCK_EXPORT void dlock_close(dlock_lock *lock);
  * dlock_cancel shuts the socket of the statement the call is waiting on
  * (a row wait, a wake-up wait, a lease attempt), so that the call returns
  * at once even from a server that does not answer; whether a lease attempt
- * cut off that way took the lease is unknown, and such a lease, if taken,
- * runs out by its ttl, as after DLOCK_E_UNKNOWN. */
+ * cut off that way took the lease is unknown, as after DLOCK_E_UNKNOWN.
+ * The server may also run such a statement only after the call returned,
+ * even after the holder's release, and take the lease then. Either way
+ * (cut off by a cancel, or DLOCK_E_UNKNOWN) the lock object's next
+ * dlock_try acquires as that statement's owner, so it takes such a lease at
+ * once, as its own (since 1.3; a dlock_try of another thread of the object
+ * included, e.g. one whose wait the same dlock_cancel ended); for every
+ * other lock object and process such a lease runs out by its ttl. */
 DLOCK_EXPORT int dlock_try(dlock_lock *lock, int64_t wait_ms, dlock_error *err);
 
 /* dlock_try and dlock_release on behalf of a holder id chosen by the caller
@@ -500,9 +514,10 @@ DLOCK_EXPORT int dlock_wait_lost_from(dlock_lock *lock, uint64_t cancel_mark, in
  * wake-up GET_LOCK, a row-lock wait) is ended by closing that connection's
  * socket, which works even when the server does not answer; a cancel that
  * arrives just before such a wait starts is seen when it starts. A lease
- * attempt in dlock_try is cut the same way (a lease it may have taken runs
- * out by its ttl: see dlock_try); renew and release round trips are let
- * finish, so that their outcome is known. Calls started later are not affected,
+ * attempt in dlock_try is cut the same way (a lease it may have taken is
+ * the object's next dlock_try's, else runs out by its ttl: see dlock_try);
+ * renew and release round trips are let finish, so that their outcome is
+ * known. Calls started later are not affected,
  * except a dlock_try_from / dlock_wait_lost_from given a mark taken before.
  * Thread safety: any thread. Returns DLOCK_OK, DLOCK_E_INVALID for NULL, or
  * DLOCK_E_FORKED in a forked child (nothing is cancelled or sent: the
@@ -569,7 +584,9 @@ DLOCK_EXPORT uint64_t dlock_token(const dlock_lock *lock);
 /* The key and its length (owned by the lock, valid until dlock_close). */
 DLOCK_EXPORT const char *dlock_key(const dlock_lock *lock, size_t *out_len);
 /* Milliseconds left on the lease by our monotonic clock (counted from when
- * the successful acquire/renew was sent); 0 if not held; -1 for row locks. */
+ * the successful acquire/renew was sent, ttl less 0.1%, so that it runs out
+ * here before it does on a server whose clock runs up to 1000 ppm faster;
+ * README, "Database time"); 0 if not held; -1 for row locks. */
 DLOCK_EXPORT int64_t dlock_remaining_ms(const dlock_lock *lock);
 /* After dlock_try returned DLOCK_BUSY on a lease lock: how many ms the
  * holder's lease still had, by the server's clock, at the last attempt (the

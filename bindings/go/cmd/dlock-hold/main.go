@@ -17,7 +17,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/dlock/dlock-go"
+	dlock "github.com/dlock/dlock/bindings/go"
 )
 
 func main() {

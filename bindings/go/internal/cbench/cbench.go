@@ -5,7 +5,6 @@
 package cbench
 
 /*
-#cgo pkg-config: dlock
 #include <dlock/dlock.h>
 #include <stdlib.h>
 #include <string.h>

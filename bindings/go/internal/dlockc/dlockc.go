@@ -27,9 +27,6 @@ typedef struct { char *p; intgo n; } _gostring_;
 typedef struct { void* array; intgo len; intgo cap; } _goslice_;
 
 
-
-#cgo pkg-config: dlock
-
 typedef _gostring_ swig_type_1;
 typedef _gostring_ swig_type_2;
 typedef long long swig_type_3;
@@ -72,98 +69,98 @@ typedef _gostring_ swig_type_39;
 typedef long long swig_type_40;
 typedef _goslice_ swig_type_41;
 typedef long long swig_type_42;
-extern void _wrap_Swig_free_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern uintptr_t _wrap_Swig_malloc_dlockc_489b11ab0a9e7f80(swig_intgo arg1);
-extern uintptr_t _wrap_dlockswig_config_new_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern uintptr_t _wrap_dlockswig_client_open_dlockc_489b11ab0a9e7f80(swig_type_1 arg1, uintptr_t arg2, uintptr_t arg3);
-extern uintptr_t _wrap_dlockswig_open_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_2 arg2, uintptr_t arg3, uintptr_t arg4);
-extern swig_type_3 _wrap_dlockswig_client_counter_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_4 arg2, uintptr_t arg3);
-extern swig_type_5 _wrap_dlockswig_client_cleanup_dlockc_489b11ab0a9e7f80(uintptr_t arg1, uintptr_t arg2);
-extern swig_intgo _wrap_DLOCK_OK_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_BUSY_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_E_INVALID_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_E_CONNECT_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_E_LOST_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_E_READONLY_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_E_UNSUPPORTED_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_E_DB_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_E_STATE_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_E_FORKED_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_E_POOL_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_E_UNKNOWN_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_E_INTERNAL_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_E_TIMEOUT_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_E_CANCELLED_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_E_MAX_HOLD_dlockc_489b11ab0a9e7f80(void);
-extern void _wrap_dlock_error_code_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_dlock_error_code_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern void _wrap_dlock_error_server_errno_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_dlock_error_server_errno_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern void _wrap_dlock_error_message_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_6 arg2);
-extern swig_type_7 _wrap_dlock_error_message_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern uintptr_t _wrap_new_dlock_error_dlockc_489b11ab0a9e7f80(void);
-extern void _wrap_delete_dlock_error_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern swig_intgo _wrap_DLOCK_STATE_IDLE_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_STATE_HELD_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_STATE_LOST_dlockc_489b11ab0a9e7f80(void);
-extern swig_type_8 _wrap_dlock_version_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_dlock_version_number_dlockc_489b11ab0a9e7f80(void);
-extern swig_type_9 _wrap_dlock_code_name_dlockc_489b11ab0a9e7f80(swig_intgo arg1);
-extern void _wrap_dlock_config_free_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern swig_intgo _wrap_dlock_config_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_10 arg2, swig_type_11 arg3, uintptr_t arg4);
-extern void _wrap_dlock_client_close_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern void _wrap_dlock_close_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern swig_intgo _wrap_dlock_try_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_12 arg2, uintptr_t arg3);
-extern swig_intgo _wrap_dlock_rollback_as_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_13 arg2, uintptr_t arg3);
-extern swig_intgo _wrap_dlock_hold_count_as_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_14 arg2);
-extern swig_type_15 _wrap_dlock_cancel_mark_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern swig_intgo _wrap_dlock_try_from_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_16 arg2, swig_type_17 arg3, swig_type_18 arg4, uintptr_t arg5);
-extern swig_intgo _wrap_dlock_renew_dlockc_489b11ab0a9e7f80(uintptr_t arg1, uintptr_t arg2);
-extern swig_intgo _wrap_dlock_release_dlockc_489b11ab0a9e7f80(uintptr_t arg1, uintptr_t arg2);
-extern swig_intgo _wrap_dlock_rollback_dlockc_489b11ab0a9e7f80(uintptr_t arg1, uintptr_t arg2);
-extern swig_intgo _wrap_dlock_abort_dlockc_489b11ab0a9e7f80(uintptr_t arg1, uintptr_t arg2);
-extern swig_intgo _wrap_dlock_begin_dlockc_489b11ab0a9e7f80(uintptr_t arg1, uintptr_t arg2);
-extern swig_intgo _wrap_dlock_wait_lost_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_19 arg2, uintptr_t arg3);
-extern swig_intgo _wrap_dlock_wait_lost_from_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_20 arg2, swig_type_21 arg3, uintptr_t arg4);
-extern swig_intgo _wrap_dlock_cancel_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern swig_intgo _wrap_dlock_state_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern swig_intgo _wrap_dlock_held_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern swig_type_22 _wrap_dlock_owner_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern swig_type_23 _wrap_dlock_owner_copy_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_24 arg2);
-extern swig_type_25 _wrap_dlock_token_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern swig_type_26 _wrap_dlock_remaining_ms_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern swig_intgo _wrap_dlock_hold_count_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern swig_type_27 _wrap_dlock_mode_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern swig_intgo _wrap_DLOCK_EVENT_LOST_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_EVENT_MAX_HOLD_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_EVENT_CLEANUP_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_EVENT_TOPOLOGY_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_SEVERITY_INFO_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_SEVERITY_WARNING_dlockc_489b11ab0a9e7f80(void);
-extern swig_intgo _wrap_DLOCK_SEVERITY_CRITICAL_dlockc_489b11ab0a9e7f80(void);
-extern void _wrap_dlock_event_kind_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_dlock_event_kind_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern void _wrap_dlock_event_severity_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_dlock_event_severity_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern void _wrap_dlock_event_unix_ms_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_28 arg2);
-extern swig_type_29 _wrap_dlock_event_unix_ms_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern void _wrap_dlock_event_token_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_30 arg2);
-extern swig_type_31 _wrap_dlock_event_token_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern void _wrap_dlock_event_key_len_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_32 arg2);
-extern swig_type_33 _wrap_dlock_event_key_len_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern void _wrap_dlock_event_key_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_34 arg2);
-extern swig_type_35 _wrap_dlock_event_key_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern void _wrap_dlock_event_owner_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_36 arg2);
-extern swig_type_37 _wrap_dlock_event_owner_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern void _wrap_dlock_event_message_set_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_38 arg2);
-extern swig_type_39 _wrap_dlock_event_message_get_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern uintptr_t _wrap_new_dlock_event_dlockc_489b11ab0a9e7f80(void);
-extern void _wrap_delete_dlock_event_dlockc_489b11ab0a9e7f80(uintptr_t arg1);
-extern swig_intgo _wrap_dlock_client_next_event_dlockc_489b11ab0a9e7f80(uintptr_t arg1, uintptr_t arg2, swig_type_40 arg3, uintptr_t arg4);
-extern swig_intgo _wrap_dlock_client_init_schema_dlockc_489b11ab0a9e7f80(uintptr_t arg1, uintptr_t arg2);
-extern swig_intgo _wrap_dlockswig_exec_dlockc_489b11ab0a9e7f80(uintptr_t arg1, swig_type_41 arg2, swig_type_42 arg3, swig_voidp arg4, uintptr_t arg5);
+extern void _wrap_Swig_free_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern uintptr_t _wrap_Swig_malloc_dlockc_0412ccca3e80be41(swig_intgo arg1);
+extern uintptr_t _wrap_dlockswig_config_new_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern uintptr_t _wrap_dlockswig_client_open_dlockc_0412ccca3e80be41(swig_type_1 arg1, uintptr_t arg2, uintptr_t arg3);
+extern uintptr_t _wrap_dlockswig_open_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_type_2 arg2, uintptr_t arg3, uintptr_t arg4);
+extern swig_type_3 _wrap_dlockswig_client_counter_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_type_4 arg2, uintptr_t arg3);
+extern swig_type_5 _wrap_dlockswig_client_cleanup_dlockc_0412ccca3e80be41(uintptr_t arg1, uintptr_t arg2);
+extern swig_intgo _wrap_DLOCK_OK_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_BUSY_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_E_INVALID_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_E_CONNECT_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_E_LOST_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_E_READONLY_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_E_UNSUPPORTED_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_E_DB_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_E_STATE_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_E_FORKED_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_E_POOL_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_E_UNKNOWN_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_E_INTERNAL_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_E_TIMEOUT_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_E_CANCELLED_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_E_MAX_HOLD_dlockc_0412ccca3e80be41(void);
+extern void _wrap_dlock_error_code_set_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_dlock_error_code_get_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern void _wrap_dlock_error_server_errno_set_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_dlock_error_server_errno_get_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern void _wrap_dlock_error_message_set_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_type_6 arg2);
+extern swig_type_7 _wrap_dlock_error_message_get_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern uintptr_t _wrap_new_dlock_error_dlockc_0412ccca3e80be41(void);
+extern void _wrap_delete_dlock_error_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern swig_intgo _wrap_DLOCK_STATE_IDLE_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_STATE_HELD_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_STATE_LOST_dlockc_0412ccca3e80be41(void);
+extern swig_type_8 _wrap_dlock_version_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_dlock_version_number_dlockc_0412ccca3e80be41(void);
+extern swig_type_9 _wrap_dlock_code_name_dlockc_0412ccca3e80be41(swig_intgo arg1);
+extern void _wrap_dlock_config_free_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern swig_intgo _wrap_dlock_config_set_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_type_10 arg2, swig_type_11 arg3, uintptr_t arg4);
+extern void _wrap_dlock_client_close_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern void _wrap_dlock_close_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern swig_intgo _wrap_dlock_try_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_type_12 arg2, uintptr_t arg3);
+extern swig_intgo _wrap_dlock_rollback_as_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_type_13 arg2, uintptr_t arg3);
+extern swig_intgo _wrap_dlock_hold_count_as_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_type_14 arg2);
+extern swig_type_15 _wrap_dlock_cancel_mark_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern swig_intgo _wrap_dlock_try_from_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_type_16 arg2, swig_type_17 arg3, swig_type_18 arg4, uintptr_t arg5);
+extern swig_intgo _wrap_dlock_renew_dlockc_0412ccca3e80be41(uintptr_t arg1, uintptr_t arg2);
+extern swig_intgo _wrap_dlock_release_dlockc_0412ccca3e80be41(uintptr_t arg1, uintptr_t arg2);
+extern swig_intgo _wrap_dlock_rollback_dlockc_0412ccca3e80be41(uintptr_t arg1, uintptr_t arg2);
+extern swig_intgo _wrap_dlock_abort_dlockc_0412ccca3e80be41(uintptr_t arg1, uintptr_t arg2);
+extern swig_intgo _wrap_dlock_begin_dlockc_0412ccca3e80be41(uintptr_t arg1, uintptr_t arg2);
+extern swig_intgo _wrap_dlock_wait_lost_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_type_19 arg2, uintptr_t arg3);
+extern swig_intgo _wrap_dlock_wait_lost_from_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_type_20 arg2, swig_type_21 arg3, uintptr_t arg4);
+extern swig_intgo _wrap_dlock_cancel_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern swig_intgo _wrap_dlock_state_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern swig_intgo _wrap_dlock_held_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern swig_type_22 _wrap_dlock_owner_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern swig_type_23 _wrap_dlock_owner_copy_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_type_24 arg2);
+extern swig_type_25 _wrap_dlock_token_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern swig_type_26 _wrap_dlock_remaining_ms_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern swig_intgo _wrap_dlock_hold_count_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern swig_type_27 _wrap_dlock_mode_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern swig_intgo _wrap_DLOCK_EVENT_LOST_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_EVENT_MAX_HOLD_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_EVENT_CLEANUP_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_EVENT_TOPOLOGY_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_SEVERITY_INFO_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_SEVERITY_WARNING_dlockc_0412ccca3e80be41(void);
+extern swig_intgo _wrap_DLOCK_SEVERITY_CRITICAL_dlockc_0412ccca3e80be41(void);
+extern void _wrap_dlock_event_kind_set_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_dlock_event_kind_get_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern void _wrap_dlock_event_severity_set_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_dlock_event_severity_get_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern void _wrap_dlock_event_unix_ms_set_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_type_28 arg2);
+extern swig_type_29 _wrap_dlock_event_unix_ms_get_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern void _wrap_dlock_event_token_set_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_type_30 arg2);
+extern swig_type_31 _wrap_dlock_event_token_get_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern void _wrap_dlock_event_key_len_set_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_type_32 arg2);
+extern swig_type_33 _wrap_dlock_event_key_len_get_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern void _wrap_dlock_event_key_set_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_type_34 arg2);
+extern swig_type_35 _wrap_dlock_event_key_get_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern void _wrap_dlock_event_owner_set_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_type_36 arg2);
+extern swig_type_37 _wrap_dlock_event_owner_get_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern void _wrap_dlock_event_message_set_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_type_38 arg2);
+extern swig_type_39 _wrap_dlock_event_message_get_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern uintptr_t _wrap_new_dlock_event_dlockc_0412ccca3e80be41(void);
+extern void _wrap_delete_dlock_event_dlockc_0412ccca3e80be41(uintptr_t arg1);
+extern swig_intgo _wrap_dlock_client_next_event_dlockc_0412ccca3e80be41(uintptr_t arg1, uintptr_t arg2, swig_type_40 arg3, uintptr_t arg4);
+extern swig_intgo _wrap_dlock_client_init_schema_dlockc_0412ccca3e80be41(uintptr_t arg1, uintptr_t arg2);
+extern swig_intgo _wrap_dlockswig_exec_dlockc_0412ccca3e80be41(uintptr_t arg1, swig_type_41 arg2, swig_type_42 arg3, swig_voidp arg4, uintptr_t arg5);
 #undef intgo
 */
 import "C"
@@ -191,20 +188,20 @@ type _ sync.Mutex
 
 func Swig_free(arg1 uintptr) {
 	_swig_i_0 := arg1
-	C._wrap_Swig_free_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0))
+	C._wrap_Swig_free_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0))
 }
 
 func Swig_malloc(arg1 int) (_swig_ret uintptr) {
 	var swig_r uintptr
 	_swig_i_0 := arg1
-	swig_r = (uintptr)(C._wrap_Swig_malloc_dlockc_489b11ab0a9e7f80(C.swig_intgo(_swig_i_0)))
+	swig_r = (uintptr)(C._wrap_Swig_malloc_dlockc_0412ccca3e80be41(C.swig_intgo(_swig_i_0)))
 	return swig_r
 }
 
 func Dlockswig_config_new(arg1 Dlock_error) (_swig_ret Struct_SS_dlock_config) {
 	var swig_r Struct_SS_dlock_config
 	_swig_i_0 := getSwigcptr(arg1)
-	swig_r = (Struct_SS_dlock_config)(SwigcptrStruct_SS_dlock_config(C._wrap_dlockswig_config_new_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0))))
+	swig_r = (Struct_SS_dlock_config)(SwigcptrStruct_SS_dlock_config(C._wrap_dlockswig_config_new_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0))))
 	return swig_r
 }
 
@@ -213,7 +210,7 @@ func Dlockswig_client_open(arg1 string, arg2 Struct_SS_dlock_config, arg3 Dlock_
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (Struct_SS_dlock_client)(SwigcptrStruct_SS_dlock_client(C._wrap_dlockswig_client_open_dlockc_489b11ab0a9e7f80(*(*C.swig_type_1)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2))))
+	swig_r = (Struct_SS_dlock_client)(SwigcptrStruct_SS_dlock_client(C._wrap_dlockswig_client_open_dlockc_0412ccca3e80be41(*(*C.swig_type_1)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -226,7 +223,7 @@ func Dlockswig_open(arg1 Struct_SS_dlock_client, arg2 string, arg3 Struct_SS_dlo
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := getSwigcptr(arg4)
-	swig_r = (Struct_SS_dlock_lock)(SwigcptrStruct_SS_dlock_lock(C._wrap_dlockswig_open_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), *(*C.swig_type_2)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3))))
+	swig_r = (Struct_SS_dlock_lock)(SwigcptrStruct_SS_dlock_lock(C._wrap_dlockswig_open_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), *(*C.swig_type_2)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -238,7 +235,7 @@ func Dlockswig_client_counter(arg1 Struct_SS_dlock_client, arg2 string, arg3 Dlo
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (uint64)(C._wrap_dlockswig_client_counter_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), *(*C.swig_type_4)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2)))
+	swig_r = (uint64)(C._wrap_dlockswig_client_counter_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), *(*C.swig_type_4)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -249,7 +246,7 @@ func Dlockswig_client_cleanup(arg1 Struct_SS_dlock_client, arg2 Dlock_error) (_s
 	var swig_r uint64
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (uint64)(C._wrap_dlockswig_client_cleanup_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
+	swig_r = (uint64)(C._wrap_dlockswig_client_cleanup_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
 	return swig_r
 }
 
@@ -257,7 +254,7 @@ type Enum_SS_dlock_code int
 
 func _swig_getDLOCK_OK() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_OK_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_OK_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -265,7 +262,7 @@ var DLOCK_OK Enum_SS_dlock_code = _swig_getDLOCK_OK()
 
 func _swig_getDLOCK_BUSY() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_BUSY_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_BUSY_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -273,7 +270,7 @@ var DLOCK_BUSY Enum_SS_dlock_code = _swig_getDLOCK_BUSY()
 
 func _swig_getDLOCK_E_INVALID() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_INVALID_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_INVALID_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -281,7 +278,7 @@ var DLOCK_E_INVALID Enum_SS_dlock_code = _swig_getDLOCK_E_INVALID()
 
 func _swig_getDLOCK_E_CONNECT() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_CONNECT_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_CONNECT_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -289,7 +286,7 @@ var DLOCK_E_CONNECT Enum_SS_dlock_code = _swig_getDLOCK_E_CONNECT()
 
 func _swig_getDLOCK_E_LOST() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_LOST_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_LOST_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -297,7 +294,7 @@ var DLOCK_E_LOST Enum_SS_dlock_code = _swig_getDLOCK_E_LOST()
 
 func _swig_getDLOCK_E_READONLY() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_READONLY_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_READONLY_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -305,7 +302,7 @@ var DLOCK_E_READONLY Enum_SS_dlock_code = _swig_getDLOCK_E_READONLY()
 
 func _swig_getDLOCK_E_UNSUPPORTED() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_UNSUPPORTED_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_UNSUPPORTED_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -313,7 +310,7 @@ var DLOCK_E_UNSUPPORTED Enum_SS_dlock_code = _swig_getDLOCK_E_UNSUPPORTED()
 
 func _swig_getDLOCK_E_DB() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_DB_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_DB_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -321,7 +318,7 @@ var DLOCK_E_DB Enum_SS_dlock_code = _swig_getDLOCK_E_DB()
 
 func _swig_getDLOCK_E_STATE() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_STATE_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_STATE_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -329,7 +326,7 @@ var DLOCK_E_STATE Enum_SS_dlock_code = _swig_getDLOCK_E_STATE()
 
 func _swig_getDLOCK_E_FORKED() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_FORKED_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_FORKED_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -337,7 +334,7 @@ var DLOCK_E_FORKED Enum_SS_dlock_code = _swig_getDLOCK_E_FORKED()
 
 func _swig_getDLOCK_E_POOL() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_POOL_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_POOL_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -345,7 +342,7 @@ var DLOCK_E_POOL Enum_SS_dlock_code = _swig_getDLOCK_E_POOL()
 
 func _swig_getDLOCK_E_UNKNOWN() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_UNKNOWN_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_UNKNOWN_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -353,7 +350,7 @@ var DLOCK_E_UNKNOWN Enum_SS_dlock_code = _swig_getDLOCK_E_UNKNOWN()
 
 func _swig_getDLOCK_E_INTERNAL() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_INTERNAL_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_INTERNAL_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -361,7 +358,7 @@ var DLOCK_E_INTERNAL Enum_SS_dlock_code = _swig_getDLOCK_E_INTERNAL()
 
 func _swig_getDLOCK_E_TIMEOUT() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_TIMEOUT_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_TIMEOUT_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -369,7 +366,7 @@ var DLOCK_E_TIMEOUT Enum_SS_dlock_code = _swig_getDLOCK_E_TIMEOUT()
 
 func _swig_getDLOCK_E_CANCELLED() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_CANCELLED_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_CANCELLED_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -377,7 +374,7 @@ var DLOCK_E_CANCELLED Enum_SS_dlock_code = _swig_getDLOCK_E_CANCELLED()
 
 func _swig_getDLOCK_E_MAX_HOLD() (_swig_ret Enum_SS_dlock_code) {
 	var swig_r Enum_SS_dlock_code
-	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_MAX_HOLD_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_code)(C._wrap_DLOCK_E_MAX_HOLD_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -395,33 +392,33 @@ func (p SwigcptrDlock_error) SwigIsDlock_error() {
 func (arg1 SwigcptrDlock_error) SetCode(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_error_code_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_dlock_error_code_set_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_error) GetCode() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_dlock_error_code_get_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_dlock_error_code_get_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDlock_error) SetServer_errno(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_error_server_errno_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_dlock_error_server_errno_set_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_error) GetServer_errno() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_dlock_error_server_errno_get_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_dlock_error_server_errno_get_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDlock_error) SetMessage(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_error_message_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), *(*C.swig_type_6)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_dlock_error_message_set_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), *(*C.swig_type_6)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -430,7 +427,7 @@ func (arg1 SwigcptrDlock_error) SetMessage(arg2 string) {
 func (arg1 SwigcptrDlock_error) GetMessage() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_dlock_error_message_get_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_dlock_error_message_get_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
 	swig_r_1 = string([]byte(swig_r))
@@ -439,13 +436,13 @@ func (arg1 SwigcptrDlock_error) GetMessage() (_swig_ret string) {
 
 func NewDlock_error() (_swig_ret Dlock_error) {
 	var swig_r Dlock_error
-	swig_r = (Dlock_error)(SwigcptrDlock_error(C._wrap_new_dlock_error_dlockc_489b11ab0a9e7f80()))
+	swig_r = (Dlock_error)(SwigcptrDlock_error(C._wrap_new_dlock_error_dlockc_0412ccca3e80be41()))
 	return swig_r
 }
 
 func DeleteDlock_error(arg1 Dlock_error) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_dlock_error_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_dlock_error_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0))
 }
 
 type Dlock_error interface {
@@ -466,7 +463,7 @@ type Enum_SS_dlock_state_t int
 
 func _swig_getDLOCK_STATE_IDLE() (_swig_ret Enum_SS_dlock_state_t) {
 	var swig_r Enum_SS_dlock_state_t
-	swig_r = (Enum_SS_dlock_state_t)(C._wrap_DLOCK_STATE_IDLE_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_state_t)(C._wrap_DLOCK_STATE_IDLE_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -474,7 +471,7 @@ var DLOCK_STATE_IDLE Enum_SS_dlock_state_t = _swig_getDLOCK_STATE_IDLE()
 
 func _swig_getDLOCK_STATE_HELD() (_swig_ret Enum_SS_dlock_state_t) {
 	var swig_r Enum_SS_dlock_state_t
-	swig_r = (Enum_SS_dlock_state_t)(C._wrap_DLOCK_STATE_HELD_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_state_t)(C._wrap_DLOCK_STATE_HELD_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -482,7 +479,7 @@ var DLOCK_STATE_HELD Enum_SS_dlock_state_t = _swig_getDLOCK_STATE_HELD()
 
 func _swig_getDLOCK_STATE_LOST() (_swig_ret Enum_SS_dlock_state_t) {
 	var swig_r Enum_SS_dlock_state_t
-	swig_r = (Enum_SS_dlock_state_t)(C._wrap_DLOCK_STATE_LOST_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_state_t)(C._wrap_DLOCK_STATE_LOST_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -490,7 +487,7 @@ var DLOCK_STATE_LOST Enum_SS_dlock_state_t = _swig_getDLOCK_STATE_LOST()
 
 func Dlock_version() (_swig_ret string) {
 	var swig_r string
-	swig_r_p := C._wrap_dlock_version_dlockc_489b11ab0a9e7f80()
+	swig_r_p := C._wrap_dlock_version_dlockc_0412ccca3e80be41()
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
 	swig_r_1 = string([]byte(swig_r))
@@ -499,14 +496,14 @@ func Dlock_version() (_swig_ret string) {
 
 func Dlock_version_number() (_swig_ret int) {
 	var swig_r int
-	swig_r = (int)(C._wrap_dlock_version_number_dlockc_489b11ab0a9e7f80())
+	swig_r = (int)(C._wrap_dlock_version_number_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
 func Dlock_code_name(arg1 int) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_dlock_code_name_dlockc_489b11ab0a9e7f80(C.swig_intgo(_swig_i_0))
+	swig_r_p := C._wrap_dlock_code_name_dlockc_0412ccca3e80be41(C.swig_intgo(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
 	swig_r_1 = string([]byte(swig_r))
@@ -515,7 +512,7 @@ func Dlock_code_name(arg1 int) (_swig_ret string) {
 
 func Dlock_config_free(arg1 Struct_SS_dlock_config) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_dlock_config_free_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0))
+	C._wrap_dlock_config_free_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0))
 }
 
 func Dlock_config_set(arg1 Struct_SS_dlock_config, arg2 string, arg3 string, arg4 Dlock_error) (_swig_ret int) {
@@ -524,7 +521,7 @@ func Dlock_config_set(arg1 Struct_SS_dlock_config, arg2 string, arg3 string, arg
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := getSwigcptr(arg4)
-	swig_r = (int)(C._wrap_dlock_config_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), *(*C.swig_type_10)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_11)(unsafe.Pointer(&_swig_i_2)), C.uintptr_t(_swig_i_3)))
+	swig_r = (int)(C._wrap_dlock_config_set_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), *(*C.swig_type_10)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_11)(unsafe.Pointer(&_swig_i_2)), C.uintptr_t(_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -536,12 +533,12 @@ func Dlock_config_set(arg1 Struct_SS_dlock_config, arg2 string, arg3 string, arg
 
 func Dlock_client_close(arg1 Struct_SS_dlock_client) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_dlock_client_close_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0))
+	C._wrap_dlock_client_close_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0))
 }
 
 func Dlock_close(arg1 Struct_SS_dlock_lock) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_dlock_close_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0))
+	C._wrap_dlock_close_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0))
 }
 
 func Dlock_try(arg1 Struct_SS_dlock_lock, arg2 int64, arg3 Dlock_error) (_swig_ret int) {
@@ -549,7 +546,7 @@ func Dlock_try(arg1 Struct_SS_dlock_lock, arg2 int64, arg3 Dlock_error) (_swig_r
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (int)(C._wrap_dlock_try_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.swig_type_12(_swig_i_1), C.uintptr_t(_swig_i_2)))
+	swig_r = (int)(C._wrap_dlock_try_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.swig_type_12(_swig_i_1), C.uintptr_t(_swig_i_2)))
 	return swig_r
 }
 
@@ -558,7 +555,7 @@ func Dlock_rollback_as(arg1 Struct_SS_dlock_lock, arg2 uint64, arg3 Dlock_error)
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (int)(C._wrap_dlock_rollback_as_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.swig_type_13(_swig_i_1), C.uintptr_t(_swig_i_2)))
+	swig_r = (int)(C._wrap_dlock_rollback_as_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.swig_type_13(_swig_i_1), C.uintptr_t(_swig_i_2)))
 	return swig_r
 }
 
@@ -566,14 +563,14 @@ func Dlock_hold_count_as(arg1 Struct_SS_dlock_lock, arg2 uint64) (_swig_ret int)
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
-	swig_r = (int)(C._wrap_dlock_hold_count_as_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.swig_type_14(_swig_i_1)))
+	swig_r = (int)(C._wrap_dlock_hold_count_as_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.swig_type_14(_swig_i_1)))
 	return swig_r
 }
 
 func Dlock_cancel_mark(arg1 Struct_SS_dlock_lock) (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := getSwigcptr(arg1)
-	swig_r = (uint64)(C._wrap_dlock_cancel_mark_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_dlock_cancel_mark_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
@@ -584,7 +581,7 @@ func Dlock_try_from(arg1 Struct_SS_dlock_lock, arg2 uint64, arg3 uint64, arg4 in
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := getSwigcptr(arg5)
-	swig_r = (int)(C._wrap_dlock_try_from_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.swig_type_16(_swig_i_1), C.swig_type_17(_swig_i_2), C.swig_type_18(_swig_i_3), C.uintptr_t(_swig_i_4)))
+	swig_r = (int)(C._wrap_dlock_try_from_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.swig_type_16(_swig_i_1), C.swig_type_17(_swig_i_2), C.swig_type_18(_swig_i_3), C.uintptr_t(_swig_i_4)))
 	return swig_r
 }
 
@@ -592,7 +589,7 @@ func Dlock_renew(arg1 Struct_SS_dlock_lock, arg2 Dlock_error) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (int)(C._wrap_dlock_renew_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
+	swig_r = (int)(C._wrap_dlock_renew_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
 	return swig_r
 }
 
@@ -600,7 +597,7 @@ func Dlock_release(arg1 Struct_SS_dlock_lock, arg2 Dlock_error) (_swig_ret int) 
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (int)(C._wrap_dlock_release_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
+	swig_r = (int)(C._wrap_dlock_release_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
 	return swig_r
 }
 
@@ -608,7 +605,7 @@ func Dlock_rollback(arg1 Struct_SS_dlock_lock, arg2 Dlock_error) (_swig_ret int)
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (int)(C._wrap_dlock_rollback_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
+	swig_r = (int)(C._wrap_dlock_rollback_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
 	return swig_r
 }
 
@@ -616,7 +613,7 @@ func Dlock_abort(arg1 Struct_SS_dlock_lock, arg2 Dlock_error) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (int)(C._wrap_dlock_abort_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
+	swig_r = (int)(C._wrap_dlock_abort_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
 	return swig_r
 }
 
@@ -624,7 +621,7 @@ func Dlock_begin(arg1 Struct_SS_dlock_lock, arg2 Dlock_error) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (int)(C._wrap_dlock_begin_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
+	swig_r = (int)(C._wrap_dlock_begin_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
 	return swig_r
 }
 
@@ -633,7 +630,7 @@ func Dlock_wait_lost(arg1 Struct_SS_dlock_lock, arg2 int64, arg3 Dlock_error) (_
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (int)(C._wrap_dlock_wait_lost_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.swig_type_19(_swig_i_1), C.uintptr_t(_swig_i_2)))
+	swig_r = (int)(C._wrap_dlock_wait_lost_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.swig_type_19(_swig_i_1), C.uintptr_t(_swig_i_2)))
 	return swig_r
 }
 
@@ -643,35 +640,35 @@ func Dlock_wait_lost_from(arg1 Struct_SS_dlock_lock, arg2 uint64, arg3 int64, ar
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := getSwigcptr(arg4)
-	swig_r = (int)(C._wrap_dlock_wait_lost_from_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.swig_type_20(_swig_i_1), C.swig_type_21(_swig_i_2), C.uintptr_t(_swig_i_3)))
+	swig_r = (int)(C._wrap_dlock_wait_lost_from_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.swig_type_20(_swig_i_1), C.swig_type_21(_swig_i_2), C.uintptr_t(_swig_i_3)))
 	return swig_r
 }
 
 func Dlock_cancel(arg1 Struct_SS_dlock_lock) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
-	swig_r = (int)(C._wrap_dlock_cancel_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_dlock_cancel_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func Dlock_state(arg1 Struct_SS_dlock_lock) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
-	swig_r = (int)(C._wrap_dlock_state_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_dlock_state_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func Dlock_held(arg1 Struct_SS_dlock_lock) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
-	swig_r = (int)(C._wrap_dlock_held_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_dlock_held_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func Dlock_owner(arg1 Struct_SS_dlock_lock) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := getSwigcptr(arg1)
-	swig_r_p := C._wrap_dlock_owner_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_dlock_owner_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
 	swig_r_1 = string([]byte(swig_r))
@@ -682,7 +679,7 @@ func Dlock_owner_copy(arg1 Struct_SS_dlock_lock, arg2 []byte) (_swig_ret int64) 
 	var swig_r int64
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
-	swig_r = (int64)(C._wrap_dlock_owner_copy_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), *(*C.swig_type_24)(unsafe.Pointer(&_swig_i_1))))
+	swig_r = (int64)(C._wrap_dlock_owner_copy_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), *(*C.swig_type_24)(unsafe.Pointer(&_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -692,28 +689,28 @@ func Dlock_owner_copy(arg1 Struct_SS_dlock_lock, arg2 []byte) (_swig_ret int64) 
 func Dlock_token(arg1 Struct_SS_dlock_lock) (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := getSwigcptr(arg1)
-	swig_r = (uint64)(C._wrap_dlock_token_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_dlock_token_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func Dlock_remaining_ms(arg1 Struct_SS_dlock_lock) (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := getSwigcptr(arg1)
-	swig_r = (int64)(C._wrap_dlock_remaining_ms_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_dlock_remaining_ms_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func Dlock_hold_count(arg1 Struct_SS_dlock_lock) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
-	swig_r = (int)(C._wrap_dlock_hold_count_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_dlock_hold_count_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func Dlock_mode(arg1 Struct_SS_dlock_lock) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := getSwigcptr(arg1)
-	swig_r_p := C._wrap_dlock_mode_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_dlock_mode_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
 	swig_r_1 = string([]byte(swig_r))
@@ -724,7 +721,7 @@ type Enum_SS_dlock_event_type int
 
 func _swig_getDLOCK_EVENT_LOST() (_swig_ret Enum_SS_dlock_event_type) {
 	var swig_r Enum_SS_dlock_event_type
-	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_LOST_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_LOST_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -732,7 +729,7 @@ var DLOCK_EVENT_LOST Enum_SS_dlock_event_type = _swig_getDLOCK_EVENT_LOST()
 
 func _swig_getDLOCK_EVENT_MAX_HOLD() (_swig_ret Enum_SS_dlock_event_type) {
 	var swig_r Enum_SS_dlock_event_type
-	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_MAX_HOLD_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_MAX_HOLD_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -740,7 +737,7 @@ var DLOCK_EVENT_MAX_HOLD Enum_SS_dlock_event_type = _swig_getDLOCK_EVENT_MAX_HOL
 
 func _swig_getDLOCK_EVENT_RELEASE_GONE() (_swig_ret Enum_SS_dlock_event_type) {
 	var swig_r Enum_SS_dlock_event_type
-	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -748,7 +745,7 @@ var DLOCK_EVENT_RELEASE_GONE Enum_SS_dlock_event_type = _swig_getDLOCK_EVENT_REL
 
 func _swig_getDLOCK_EVENT_RENEW_RETRY() (_swig_ret Enum_SS_dlock_event_type) {
 	var swig_r Enum_SS_dlock_event_type
-	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -756,7 +753,7 @@ var DLOCK_EVENT_RENEW_RETRY Enum_SS_dlock_event_type = _swig_getDLOCK_EVENT_RENE
 
 func _swig_getDLOCK_EVENT_CLEANUP() (_swig_ret Enum_SS_dlock_event_type) {
 	var swig_r Enum_SS_dlock_event_type
-	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_CLEANUP_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_CLEANUP_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -764,7 +761,7 @@ var DLOCK_EVENT_CLEANUP Enum_SS_dlock_event_type = _swig_getDLOCK_EVENT_CLEANUP(
 
 func _swig_getDLOCK_EVENT_TOPOLOGY() (_swig_ret Enum_SS_dlock_event_type) {
 	var swig_r Enum_SS_dlock_event_type
-	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_TOPOLOGY_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_event_type)(C._wrap_DLOCK_EVENT_TOPOLOGY_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -774,7 +771,7 @@ type Enum_SS_dlock_severity int
 
 func _swig_getDLOCK_SEVERITY_INFO() (_swig_ret Enum_SS_dlock_severity) {
 	var swig_r Enum_SS_dlock_severity
-	swig_r = (Enum_SS_dlock_severity)(C._wrap_DLOCK_SEVERITY_INFO_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_severity)(C._wrap_DLOCK_SEVERITY_INFO_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -782,7 +779,7 @@ var DLOCK_SEVERITY_INFO Enum_SS_dlock_severity = _swig_getDLOCK_SEVERITY_INFO()
 
 func _swig_getDLOCK_SEVERITY_WARNING() (_swig_ret Enum_SS_dlock_severity) {
 	var swig_r Enum_SS_dlock_severity
-	swig_r = (Enum_SS_dlock_severity)(C._wrap_DLOCK_SEVERITY_WARNING_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_severity)(C._wrap_DLOCK_SEVERITY_WARNING_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -790,7 +787,7 @@ var DLOCK_SEVERITY_WARNING Enum_SS_dlock_severity = _swig_getDLOCK_SEVERITY_WARN
 
 func _swig_getDLOCK_SEVERITY_CRITICAL() (_swig_ret Enum_SS_dlock_severity) {
 	var swig_r Enum_SS_dlock_severity
-	swig_r = (Enum_SS_dlock_severity)(C._wrap_DLOCK_SEVERITY_CRITICAL_dlockc_489b11ab0a9e7f80())
+	swig_r = (Enum_SS_dlock_severity)(C._wrap_DLOCK_SEVERITY_CRITICAL_dlockc_0412ccca3e80be41())
 	return swig_r
 }
 
@@ -808,72 +805,72 @@ func (p SwigcptrDlock_event) SwigIsDlock_event() {
 func (arg1 SwigcptrDlock_event) SetKind(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_kind_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_dlock_event_kind_set_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_event) GetKind() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_dlock_event_kind_get_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_dlock_event_kind_get_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDlock_event) SetSeverity(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_severity_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_dlock_event_severity_set_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_event) GetSeverity() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_dlock_event_severity_get_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_dlock_event_severity_get_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDlock_event) SetUnix_ms(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_unix_ms_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.swig_type_28(_swig_i_1))
+	C._wrap_dlock_event_unix_ms_set_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.swig_type_28(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_event) GetUnix_ms() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_dlock_event_unix_ms_get_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_dlock_event_unix_ms_get_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDlock_event) SetToken(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_token_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.swig_type_30(_swig_i_1))
+	C._wrap_dlock_event_token_set_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.swig_type_30(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_event) GetToken() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_dlock_event_token_get_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_dlock_event_token_get_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDlock_event) SetKey_len(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_key_len_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.swig_type_32(_swig_i_1))
+	C._wrap_dlock_event_key_len_set_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.swig_type_32(_swig_i_1))
 }
 
 func (arg1 SwigcptrDlock_event) GetKey_len() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_dlock_event_key_len_get_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_dlock_event_key_len_get_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDlock_event) SetKey(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_key_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), *(*C.swig_type_34)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_dlock_event_key_set_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), *(*C.swig_type_34)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -882,7 +879,7 @@ func (arg1 SwigcptrDlock_event) SetKey(arg2 string) {
 func (arg1 SwigcptrDlock_event) GetKey() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_dlock_event_key_get_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_dlock_event_key_get_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
 	swig_r_1 = string([]byte(swig_r))
@@ -892,7 +889,7 @@ func (arg1 SwigcptrDlock_event) GetKey() (_swig_ret string) {
 func (arg1 SwigcptrDlock_event) SetOwner(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_owner_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), *(*C.swig_type_36)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_dlock_event_owner_set_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), *(*C.swig_type_36)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -901,7 +898,7 @@ func (arg1 SwigcptrDlock_event) SetOwner(arg2 string) {
 func (arg1 SwigcptrDlock_event) GetOwner() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_dlock_event_owner_get_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_dlock_event_owner_get_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
 	swig_r_1 = string([]byte(swig_r))
@@ -911,7 +908,7 @@ func (arg1 SwigcptrDlock_event) GetOwner() (_swig_ret string) {
 func (arg1 SwigcptrDlock_event) SetMessage(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_dlock_event_message_set_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), *(*C.swig_type_38)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_dlock_event_message_set_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), *(*C.swig_type_38)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -920,7 +917,7 @@ func (arg1 SwigcptrDlock_event) SetMessage(arg2 string) {
 func (arg1 SwigcptrDlock_event) GetMessage() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_dlock_event_message_get_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_dlock_event_message_get_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
 	swig_r_1 = string([]byte(swig_r))
@@ -929,13 +926,13 @@ func (arg1 SwigcptrDlock_event) GetMessage() (_swig_ret string) {
 
 func NewDlock_event() (_swig_ret Dlock_event) {
 	var swig_r Dlock_event
-	swig_r = (Dlock_event)(SwigcptrDlock_event(C._wrap_new_dlock_event_dlockc_489b11ab0a9e7f80()))
+	swig_r = (Dlock_event)(SwigcptrDlock_event(C._wrap_new_dlock_event_dlockc_0412ccca3e80be41()))
 	return swig_r
 }
 
 func DeleteDlock_event(arg1 Dlock_event) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_dlock_event_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_dlock_event_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0))
 }
 
 type Dlock_event interface {
@@ -965,7 +962,7 @@ func Dlock_client_next_event(arg1 Struct_SS_dlock_client, arg2 Dlock_event, arg3
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := getSwigcptr(arg4)
-	swig_r = (int)(C._wrap_dlock_client_next_event_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_40(_swig_i_2), C.uintptr_t(_swig_i_3)))
+	swig_r = (int)(C._wrap_dlock_client_next_event_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_40(_swig_i_2), C.uintptr_t(_swig_i_3)))
 	return swig_r
 }
 
@@ -973,7 +970,7 @@ func Dlock_client_init_schema(arg1 Struct_SS_dlock_client, arg2 Dlock_error) (_s
 	var swig_r int
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (int)(C._wrap_dlock_client_init_schema_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
+	swig_r = (int)(C._wrap_dlock_client_init_schema_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
 	return swig_r
 }
 
@@ -984,7 +981,7 @@ func Dlockswig_exec(arg1 Struct_SS_dlock_lock, arg2 []byte, arg3 int64, arg4 *in
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := getSwigcptr(arg5)
-	swig_r = (int)(C._wrap_dlockswig_exec_dlockc_489b11ab0a9e7f80(C.uintptr_t(_swig_i_0), *(*C.swig_type_41)(unsafe.Pointer(&_swig_i_1)), C.swig_type_42(_swig_i_2), C.swig_voidp(_swig_i_3), C.uintptr_t(_swig_i_4)))
+	swig_r = (int)(C._wrap_dlockswig_exec_dlockc_0412ccca3e80be41(C.uintptr_t(_swig_i_0), *(*C.swig_type_41)(unsafe.Pointer(&_swig_i_1)), C.swig_type_42(_swig_i_2), C.swig_voidp(_swig_i_3), C.uintptr_t(_swig_i_4)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}

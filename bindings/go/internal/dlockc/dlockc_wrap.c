@@ -263,7 +263,7 @@ bad:
 extern "C" {
 #endif
 
-void _wrap_Swig_free_dlockc_489b11ab0a9e7f80(void *_swig_go_0) {
+void _wrap_Swig_free_dlockc_0412ccca3e80be41(void *_swig_go_0) {
   void *arg1 = (void *) 0 ;
   
   arg1 = *(void **)&_swig_go_0; 
@@ -273,7 +273,7 @@ void _wrap_Swig_free_dlockc_489b11ab0a9e7f80(void *_swig_go_0) {
 }
 
 
-void *_wrap_Swig_malloc_dlockc_489b11ab0a9e7f80(intgo _swig_go_0) {
+void *_wrap_Swig_malloc_dlockc_0412ccca3e80be41(intgo _swig_go_0) {
   int arg1 ;
   void *result = 0 ;
   void *_swig_go_result;
@@ -286,7 +286,7 @@ void *_wrap_Swig_malloc_dlockc_489b11ab0a9e7f80(intgo _swig_go_0) {
 }
 
 
-struct dlock_config *_wrap_dlockswig_config_new_dlockc_489b11ab0a9e7f80(struct dlock_error *_swig_go_0) {
+struct dlock_config *_wrap_dlockswig_config_new_dlockc_0412ccca3e80be41(struct dlock_error *_swig_go_0) {
   dlock_error *arg1 = (dlock_error *) 0 ;
   dlock_config *result = 0 ;
   struct dlock_config *_swig_go_result;
@@ -299,7 +299,7 @@ struct dlock_config *_wrap_dlockswig_config_new_dlockc_489b11ab0a9e7f80(struct d
 }
 
 
-struct dlock_client *_wrap_dlockswig_client_open_dlockc_489b11ab0a9e7f80(_gostring_ _swig_go_0, struct dlock_config *_swig_go_1, struct dlock_error *_swig_go_2) {
+struct dlock_client *_wrap_dlockswig_client_open_dlockc_0412ccca3e80be41(_gostring_ _swig_go_0, struct dlock_config *_swig_go_1, struct dlock_error *_swig_go_2) {
   char *arg1 = (char *) 0 ;
   dlock_config *arg2 = (dlock_config *) 0 ;
   dlock_error *arg3 = (dlock_error *) 0 ;
@@ -321,7 +321,7 @@ struct dlock_client *_wrap_dlockswig_client_open_dlockc_489b11ab0a9e7f80(_gostri
 }
 
 
-struct dlock_lock *_wrap_dlockswig_open_dlockc_489b11ab0a9e7f80(struct dlock_client *_swig_go_0, _gostring_ _swig_go_1, struct dlock_config *_swig_go_2, struct dlock_error *_swig_go_3) {
+struct dlock_lock *_wrap_dlockswig_open_dlockc_0412ccca3e80be41(struct dlock_client *_swig_go_0, _gostring_ _swig_go_1, struct dlock_config *_swig_go_2, struct dlock_error *_swig_go_3) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   char *arg2 = (char *) 0 ;
   size_t arg3 ;
@@ -344,7 +344,7 @@ struct dlock_lock *_wrap_dlockswig_open_dlockc_489b11ab0a9e7f80(struct dlock_cli
 }
 
 
-long long _wrap_dlockswig_client_counter_dlockc_489b11ab0a9e7f80(struct dlock_client *_swig_go_0, _gostring_ _swig_go_1, struct dlock_error *_swig_go_2) {
+long long _wrap_dlockswig_client_counter_dlockc_0412ccca3e80be41(struct dlock_client *_swig_go_0, _gostring_ _swig_go_1, struct dlock_error *_swig_go_2) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   char *arg2 = (char *) 0 ;
   dlock_error *arg3 = (dlock_error *) 0 ;
@@ -366,7 +366,7 @@ long long _wrap_dlockswig_client_counter_dlockc_489b11ab0a9e7f80(struct dlock_cl
 }
 
 
-long long _wrap_dlockswig_client_cleanup_dlockc_489b11ab0a9e7f80(struct dlock_client *_swig_go_0, struct dlock_error *_swig_go_1) {
+long long _wrap_dlockswig_client_cleanup_dlockc_0412ccca3e80be41(struct dlock_client *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   uint64_t result;
@@ -381,7 +381,7 @@ long long _wrap_dlockswig_client_cleanup_dlockc_489b11ab0a9e7f80(struct dlock_cl
 }
 
 
-intgo _wrap_DLOCK_OK_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_OK_dlockc_0412ccca3e80be41() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -393,7 +393,7 @@ intgo _wrap_DLOCK_OK_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_BUSY_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_BUSY_dlockc_0412ccca3e80be41() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -405,7 +405,7 @@ intgo _wrap_DLOCK_BUSY_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_E_INVALID_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_E_INVALID_dlockc_0412ccca3e80be41() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -417,7 +417,7 @@ intgo _wrap_DLOCK_E_INVALID_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_E_CONNECT_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_E_CONNECT_dlockc_0412ccca3e80be41() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -429,7 +429,7 @@ intgo _wrap_DLOCK_E_CONNECT_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_E_LOST_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_E_LOST_dlockc_0412ccca3e80be41() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -441,7 +441,7 @@ intgo _wrap_DLOCK_E_LOST_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_E_READONLY_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_E_READONLY_dlockc_0412ccca3e80be41() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -453,7 +453,7 @@ intgo _wrap_DLOCK_E_READONLY_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_E_UNSUPPORTED_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_E_UNSUPPORTED_dlockc_0412ccca3e80be41() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -465,7 +465,7 @@ intgo _wrap_DLOCK_E_UNSUPPORTED_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_E_DB_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_E_DB_dlockc_0412ccca3e80be41() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -477,7 +477,7 @@ intgo _wrap_DLOCK_E_DB_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_E_STATE_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_E_STATE_dlockc_0412ccca3e80be41() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -489,7 +489,7 @@ intgo _wrap_DLOCK_E_STATE_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_E_FORKED_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_E_FORKED_dlockc_0412ccca3e80be41() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -501,7 +501,7 @@ intgo _wrap_DLOCK_E_FORKED_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_E_POOL_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_E_POOL_dlockc_0412ccca3e80be41() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -513,7 +513,7 @@ intgo _wrap_DLOCK_E_POOL_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_E_UNKNOWN_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_E_UNKNOWN_dlockc_0412ccca3e80be41() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -525,7 +525,7 @@ intgo _wrap_DLOCK_E_UNKNOWN_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_E_INTERNAL_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_E_INTERNAL_dlockc_0412ccca3e80be41() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -537,7 +537,7 @@ intgo _wrap_DLOCK_E_INTERNAL_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_E_TIMEOUT_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_E_TIMEOUT_dlockc_0412ccca3e80be41() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -549,7 +549,7 @@ intgo _wrap_DLOCK_E_TIMEOUT_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_E_CANCELLED_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_E_CANCELLED_dlockc_0412ccca3e80be41() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -561,7 +561,7 @@ intgo _wrap_DLOCK_E_CANCELLED_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_E_MAX_HOLD_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_E_MAX_HOLD_dlockc_0412ccca3e80be41() {
   enum dlock_code result;
   intgo _swig_go_result;
   
@@ -573,7 +573,7 @@ intgo _wrap_DLOCK_E_MAX_HOLD_dlockc_489b11ab0a9e7f80() {
 }
 
 
-void _wrap_dlock_error_code_set_dlockc_489b11ab0a9e7f80(struct dlock_error *_swig_go_0, intgo _swig_go_1) {
+void _wrap_dlock_error_code_set_dlockc_0412ccca3e80be41(struct dlock_error *_swig_go_0, intgo _swig_go_1) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   int arg2 ;
   
@@ -585,7 +585,7 @@ void _wrap_dlock_error_code_set_dlockc_489b11ab0a9e7f80(struct dlock_error *_swi
 }
 
 
-intgo _wrap_dlock_error_code_get_dlockc_489b11ab0a9e7f80(struct dlock_error *_swig_go_0) {
+intgo _wrap_dlock_error_code_get_dlockc_0412ccca3e80be41(struct dlock_error *_swig_go_0) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -598,7 +598,7 @@ intgo _wrap_dlock_error_code_get_dlockc_489b11ab0a9e7f80(struct dlock_error *_sw
 }
 
 
-void _wrap_dlock_error_server_errno_set_dlockc_489b11ab0a9e7f80(struct dlock_error *_swig_go_0, intgo _swig_go_1) {
+void _wrap_dlock_error_server_errno_set_dlockc_0412ccca3e80be41(struct dlock_error *_swig_go_0, intgo _swig_go_1) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   int arg2 ;
   
@@ -610,7 +610,7 @@ void _wrap_dlock_error_server_errno_set_dlockc_489b11ab0a9e7f80(struct dlock_err
 }
 
 
-intgo _wrap_dlock_error_server_errno_get_dlockc_489b11ab0a9e7f80(struct dlock_error *_swig_go_0) {
+intgo _wrap_dlock_error_server_errno_get_dlockc_0412ccca3e80be41(struct dlock_error *_swig_go_0) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -623,7 +623,7 @@ intgo _wrap_dlock_error_server_errno_get_dlockc_489b11ab0a9e7f80(struct dlock_er
 }
 
 
-void _wrap_dlock_error_message_set_dlockc_489b11ab0a9e7f80(struct dlock_error *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_dlock_error_message_set_dlockc_0412ccca3e80be41(struct dlock_error *_swig_go_0, _gostring_ _swig_go_1) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   char *arg2 ;
   
@@ -647,7 +647,7 @@ void _wrap_dlock_error_message_set_dlockc_489b11ab0a9e7f80(struct dlock_error *_
 }
 
 
-_gostring_ _wrap_dlock_error_message_get_dlockc_489b11ab0a9e7f80(struct dlock_error *_swig_go_0) {
+_gostring_ _wrap_dlock_error_message_get_dlockc_0412ccca3e80be41(struct dlock_error *_swig_go_0) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -663,7 +663,7 @@ _gostring_ _wrap_dlock_error_message_get_dlockc_489b11ab0a9e7f80(struct dlock_er
 }
 
 
-struct dlock_error *_wrap_new_dlock_error_dlockc_489b11ab0a9e7f80() {
+struct dlock_error *_wrap_new_dlock_error_dlockc_0412ccca3e80be41() {
   struct dlock_error *result = 0 ;
   struct dlock_error *_swig_go_result;
   
@@ -674,7 +674,7 @@ struct dlock_error *_wrap_new_dlock_error_dlockc_489b11ab0a9e7f80() {
 }
 
 
-void _wrap_delete_dlock_error_dlockc_489b11ab0a9e7f80(struct dlock_error *_swig_go_0) {
+void _wrap_delete_dlock_error_dlockc_0412ccca3e80be41(struct dlock_error *_swig_go_0) {
   struct dlock_error *arg1 = (struct dlock_error *) 0 ;
   
   arg1 = *(struct dlock_error **)&_swig_go_0; 
@@ -684,7 +684,7 @@ void _wrap_delete_dlock_error_dlockc_489b11ab0a9e7f80(struct dlock_error *_swig_
 }
 
 
-intgo _wrap_DLOCK_STATE_IDLE_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_STATE_IDLE_dlockc_0412ccca3e80be41() {
   enum dlock_state_t result;
   intgo _swig_go_result;
   
@@ -696,7 +696,7 @@ intgo _wrap_DLOCK_STATE_IDLE_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_STATE_HELD_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_STATE_HELD_dlockc_0412ccca3e80be41() {
   enum dlock_state_t result;
   intgo _swig_go_result;
   
@@ -708,7 +708,7 @@ intgo _wrap_DLOCK_STATE_HELD_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_STATE_LOST_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_STATE_LOST_dlockc_0412ccca3e80be41() {
   enum dlock_state_t result;
   intgo _swig_go_result;
   
@@ -720,7 +720,7 @@ intgo _wrap_DLOCK_STATE_LOST_dlockc_489b11ab0a9e7f80() {
 }
 
 
-_gostring_ _wrap_dlock_version_dlockc_489b11ab0a9e7f80() {
+_gostring_ _wrap_dlock_version_dlockc_0412ccca3e80be41() {
   char *result = 0 ;
   _gostring_ _swig_go_result;
   
@@ -734,7 +734,7 @@ _gostring_ _wrap_dlock_version_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_dlock_version_number_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_dlock_version_number_dlockc_0412ccca3e80be41() {
   int result;
   intgo _swig_go_result;
   
@@ -745,7 +745,7 @@ intgo _wrap_dlock_version_number_dlockc_489b11ab0a9e7f80() {
 }
 
 
-_gostring_ _wrap_dlock_code_name_dlockc_489b11ab0a9e7f80(intgo _swig_go_0) {
+_gostring_ _wrap_dlock_code_name_dlockc_0412ccca3e80be41(intgo _swig_go_0) {
   int arg1 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -761,7 +761,7 @@ _gostring_ _wrap_dlock_code_name_dlockc_489b11ab0a9e7f80(intgo _swig_go_0) {
 }
 
 
-void _wrap_dlock_config_free_dlockc_489b11ab0a9e7f80(struct dlock_config *_swig_go_0) {
+void _wrap_dlock_config_free_dlockc_0412ccca3e80be41(struct dlock_config *_swig_go_0) {
   dlock_config *arg1 = (dlock_config *) 0 ;
   
   arg1 = *(dlock_config **)&_swig_go_0; 
@@ -771,7 +771,7 @@ void _wrap_dlock_config_free_dlockc_489b11ab0a9e7f80(struct dlock_config *_swig_
 }
 
 
-intgo _wrap_dlock_config_set_dlockc_489b11ab0a9e7f80(struct dlock_config *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct dlock_error *_swig_go_3) {
+intgo _wrap_dlock_config_set_dlockc_0412ccca3e80be41(struct dlock_config *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct dlock_error *_swig_go_3) {
   dlock_config *arg1 = (dlock_config *) 0 ;
   char *arg2 = (char *) 0 ;
   char *arg3 = (char *) 0 ;
@@ -800,7 +800,7 @@ intgo _wrap_dlock_config_set_dlockc_489b11ab0a9e7f80(struct dlock_config *_swig_
 }
 
 
-void _wrap_dlock_client_close_dlockc_489b11ab0a9e7f80(struct dlock_client *_swig_go_0) {
+void _wrap_dlock_client_close_dlockc_0412ccca3e80be41(struct dlock_client *_swig_go_0) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   
   arg1 = *(dlock_client **)&_swig_go_0; 
@@ -810,7 +810,7 @@ void _wrap_dlock_client_close_dlockc_489b11ab0a9e7f80(struct dlock_client *_swig
 }
 
 
-void _wrap_dlock_close_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
+void _wrap_dlock_close_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   
   arg1 = *(dlock_lock **)&_swig_go_0; 
@@ -820,7 +820,7 @@ void _wrap_dlock_close_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
 }
 
 
-intgo _wrap_dlock_try_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
+intgo _wrap_dlock_try_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int64_t arg2 ;
   dlock_error *arg3 = (dlock_error *) 0 ;
@@ -837,7 +837,7 @@ intgo _wrap_dlock_try_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, lon
 }
 
 
-intgo _wrap_dlock_rollback_as_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
+intgo _wrap_dlock_rollback_as_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   uint64_t arg2 ;
   dlock_error *arg3 = (dlock_error *) 0 ;
@@ -854,7 +854,7 @@ intgo _wrap_dlock_rollback_as_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_g
 }
 
 
-intgo _wrap_dlock_hold_count_as_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, long long _swig_go_1) {
+intgo _wrap_dlock_hold_count_as_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0, long long _swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   uint64_t arg2 ;
   int result;
@@ -869,7 +869,7 @@ intgo _wrap_dlock_hold_count_as_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig
 }
 
 
-long long _wrap_dlock_cancel_mark_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
+long long _wrap_dlock_cancel_mark_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -882,7 +882,7 @@ long long _wrap_dlock_cancel_mark_dlockc_489b11ab0a9e7f80(struct dlock_lock *_sw
 }
 
 
-intgo _wrap_dlock_try_from_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, struct dlock_error *_swig_go_4) {
+intgo _wrap_dlock_try_from_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, struct dlock_error *_swig_go_4) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   uint64_t arg2 ;
   uint64_t arg3 ;
@@ -903,7 +903,7 @@ intgo _wrap_dlock_try_from_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0
 }
 
 
-intgo _wrap_dlock_renew_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
+intgo _wrap_dlock_renew_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   int result;
@@ -918,7 +918,7 @@ intgo _wrap_dlock_renew_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, s
 }
 
 
-intgo _wrap_dlock_release_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
+intgo _wrap_dlock_release_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   int result;
@@ -933,7 +933,7 @@ intgo _wrap_dlock_release_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0,
 }
 
 
-intgo _wrap_dlock_rollback_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
+intgo _wrap_dlock_rollback_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   int result;
@@ -948,7 +948,7 @@ intgo _wrap_dlock_rollback_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0
 }
 
 
-intgo _wrap_dlock_abort_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
+intgo _wrap_dlock_abort_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   int result;
@@ -963,7 +963,7 @@ intgo _wrap_dlock_abort_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, s
 }
 
 
-intgo _wrap_dlock_begin_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
+intgo _wrap_dlock_begin_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   int result;
@@ -978,7 +978,7 @@ intgo _wrap_dlock_begin_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, s
 }
 
 
-intgo _wrap_dlock_wait_lost_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
+intgo _wrap_dlock_wait_lost_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0, long long _swig_go_1, struct dlock_error *_swig_go_2) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int64_t arg2 ;
   dlock_error *arg3 = (dlock_error *) 0 ;
@@ -995,7 +995,7 @@ intgo _wrap_dlock_wait_lost_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_
 }
 
 
-intgo _wrap_dlock_wait_lost_from_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, long long _swig_go_1, long long _swig_go_2, struct dlock_error *_swig_go_3) {
+intgo _wrap_dlock_wait_lost_from_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0, long long _swig_go_1, long long _swig_go_2, struct dlock_error *_swig_go_3) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   uint64_t arg2 ;
   int64_t arg3 ;
@@ -1014,7 +1014,7 @@ intgo _wrap_dlock_wait_lost_from_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swi
 }
 
 
-intgo _wrap_dlock_cancel_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
+intgo _wrap_dlock_cancel_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -1027,7 +1027,7 @@ intgo _wrap_dlock_cancel_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) 
 }
 
 
-intgo _wrap_dlock_state_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
+intgo _wrap_dlock_state_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -1040,7 +1040,7 @@ intgo _wrap_dlock_state_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
 }
 
 
-intgo _wrap_dlock_held_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
+intgo _wrap_dlock_held_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -1053,7 +1053,7 @@ intgo _wrap_dlock_held_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_dlock_owner_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
+_gostring_ _wrap_dlock_owner_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1069,7 +1069,7 @@ _gostring_ _wrap_dlock_owner_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go
 }
 
 
-long long _wrap_dlock_owner_copy_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, _goslice_ _swig_go_1) {
+long long _wrap_dlock_owner_copy_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0, _goslice_ _swig_go_1) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   char *arg2 = (char *) 0 ;
   size_t arg3 ;
@@ -1088,7 +1088,7 @@ long long _wrap_dlock_owner_copy_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swi
 }
 
 
-long long _wrap_dlock_token_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
+long long _wrap_dlock_token_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1101,7 +1101,7 @@ long long _wrap_dlock_token_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_
 }
 
 
-long long _wrap_dlock_remaining_ms_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
+long long _wrap_dlock_remaining_ms_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int64_t result;
   long long _swig_go_result;
@@ -1114,7 +1114,7 @@ long long _wrap_dlock_remaining_ms_dlockc_489b11ab0a9e7f80(struct dlock_lock *_s
 }
 
 
-intgo _wrap_dlock_hold_count_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
+intgo _wrap_dlock_hold_count_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -1127,7 +1127,7 @@ intgo _wrap_dlock_hold_count_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go
 }
 
 
-_gostring_ _wrap_dlock_mode_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0) {
+_gostring_ _wrap_dlock_mode_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1143,7 +1143,7 @@ _gostring_ _wrap_dlock_mode_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_
 }
 
 
-intgo _wrap_DLOCK_EVENT_LOST_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_EVENT_LOST_dlockc_0412ccca3e80be41() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -1155,7 +1155,7 @@ intgo _wrap_DLOCK_EVENT_LOST_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_EVENT_MAX_HOLD_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_EVENT_MAX_HOLD_dlockc_0412ccca3e80be41() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -1167,7 +1167,7 @@ intgo _wrap_DLOCK_EVENT_MAX_HOLD_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_0412ccca3e80be41() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -1179,7 +1179,7 @@ intgo _wrap_DLOCK_EVENT_RELEASE_GONE_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_0412ccca3e80be41() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -1191,7 +1191,7 @@ intgo _wrap_DLOCK_EVENT_RENEW_RETRY_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_EVENT_CLEANUP_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_EVENT_CLEANUP_dlockc_0412ccca3e80be41() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -1203,7 +1203,7 @@ intgo _wrap_DLOCK_EVENT_CLEANUP_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_EVENT_TOPOLOGY_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_EVENT_TOPOLOGY_dlockc_0412ccca3e80be41() {
   enum dlock_event_type result;
   intgo _swig_go_result;
   
@@ -1215,7 +1215,7 @@ intgo _wrap_DLOCK_EVENT_TOPOLOGY_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_SEVERITY_INFO_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_SEVERITY_INFO_dlockc_0412ccca3e80be41() {
   enum dlock_severity result;
   intgo _swig_go_result;
   
@@ -1227,7 +1227,7 @@ intgo _wrap_DLOCK_SEVERITY_INFO_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_SEVERITY_WARNING_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_SEVERITY_WARNING_dlockc_0412ccca3e80be41() {
   enum dlock_severity result;
   intgo _swig_go_result;
   
@@ -1239,7 +1239,7 @@ intgo _wrap_DLOCK_SEVERITY_WARNING_dlockc_489b11ab0a9e7f80() {
 }
 
 
-intgo _wrap_DLOCK_SEVERITY_CRITICAL_dlockc_489b11ab0a9e7f80() {
+intgo _wrap_DLOCK_SEVERITY_CRITICAL_dlockc_0412ccca3e80be41() {
   enum dlock_severity result;
   intgo _swig_go_result;
   
@@ -1251,7 +1251,7 @@ intgo _wrap_DLOCK_SEVERITY_CRITICAL_dlockc_489b11ab0a9e7f80() {
 }
 
 
-void _wrap_dlock_event_kind_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0, intgo _swig_go_1) {
+void _wrap_dlock_event_kind_set_dlockc_0412ccca3e80be41(struct dlock_event *_swig_go_0, intgo _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int arg2 ;
   
@@ -1263,7 +1263,7 @@ void _wrap_dlock_event_kind_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_swi
 }
 
 
-intgo _wrap_dlock_event_kind_get_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0) {
+intgo _wrap_dlock_event_kind_get_dlockc_0412ccca3e80be41(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -1276,7 +1276,7 @@ intgo _wrap_dlock_event_kind_get_dlockc_489b11ab0a9e7f80(struct dlock_event *_sw
 }
 
 
-void _wrap_dlock_event_severity_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0, intgo _swig_go_1) {
+void _wrap_dlock_event_severity_set_dlockc_0412ccca3e80be41(struct dlock_event *_swig_go_0, intgo _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int arg2 ;
   
@@ -1288,7 +1288,7 @@ void _wrap_dlock_event_severity_set_dlockc_489b11ab0a9e7f80(struct dlock_event *
 }
 
 
-intgo _wrap_dlock_event_severity_get_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0) {
+intgo _wrap_dlock_event_severity_get_dlockc_0412ccca3e80be41(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -1301,7 +1301,7 @@ intgo _wrap_dlock_event_severity_get_dlockc_489b11ab0a9e7f80(struct dlock_event 
 }
 
 
-void _wrap_dlock_event_unix_ms_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0, long long _swig_go_1) {
+void _wrap_dlock_event_unix_ms_set_dlockc_0412ccca3e80be41(struct dlock_event *_swig_go_0, long long _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int64_t arg2 ;
   
@@ -1313,7 +1313,7 @@ void _wrap_dlock_event_unix_ms_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_
 }
 
 
-long long _wrap_dlock_event_unix_ms_get_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0) {
+long long _wrap_dlock_event_unix_ms_get_dlockc_0412ccca3e80be41(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   int64_t result;
   long long _swig_go_result;
@@ -1326,7 +1326,7 @@ long long _wrap_dlock_event_unix_ms_get_dlockc_489b11ab0a9e7f80(struct dlock_eve
 }
 
 
-void _wrap_dlock_event_token_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0, long long _swig_go_1) {
+void _wrap_dlock_event_token_set_dlockc_0412ccca3e80be41(struct dlock_event *_swig_go_0, long long _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   uint64_t arg2 ;
   
@@ -1338,7 +1338,7 @@ void _wrap_dlock_event_token_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_sw
 }
 
 
-long long _wrap_dlock_event_token_get_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0) {
+long long _wrap_dlock_event_token_get_dlockc_0412ccca3e80be41(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1351,7 +1351,7 @@ long long _wrap_dlock_event_token_get_dlockc_489b11ab0a9e7f80(struct dlock_event
 }
 
 
-void _wrap_dlock_event_key_len_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0, long long _swig_go_1) {
+void _wrap_dlock_event_key_len_set_dlockc_0412ccca3e80be41(struct dlock_event *_swig_go_0, long long _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   size_t arg2 ;
   
@@ -1363,7 +1363,7 @@ void _wrap_dlock_event_key_len_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_
 }
 
 
-long long _wrap_dlock_event_key_len_get_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0) {
+long long _wrap_dlock_event_key_len_get_dlockc_0412ccca3e80be41(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -1376,7 +1376,7 @@ long long _wrap_dlock_event_key_len_get_dlockc_489b11ab0a9e7f80(struct dlock_eve
 }
 
 
-void _wrap_dlock_event_key_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_dlock_event_key_set_dlockc_0412ccca3e80be41(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *arg2 ;
   
@@ -1400,7 +1400,7 @@ void _wrap_dlock_event_key_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig
 }
 
 
-_gostring_ _wrap_dlock_event_key_get_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0) {
+_gostring_ _wrap_dlock_event_key_get_dlockc_0412ccca3e80be41(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1416,7 +1416,7 @@ _gostring_ _wrap_dlock_event_key_get_dlockc_489b11ab0a9e7f80(struct dlock_event 
 }
 
 
-void _wrap_dlock_event_owner_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_dlock_event_owner_set_dlockc_0412ccca3e80be41(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *arg2 ;
   
@@ -1440,7 +1440,7 @@ void _wrap_dlock_event_owner_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_sw
 }
 
 
-_gostring_ _wrap_dlock_event_owner_get_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0) {
+_gostring_ _wrap_dlock_event_owner_get_dlockc_0412ccca3e80be41(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1456,7 +1456,7 @@ _gostring_ _wrap_dlock_event_owner_get_dlockc_489b11ab0a9e7f80(struct dlock_even
 }
 
 
-void _wrap_dlock_event_message_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_dlock_event_message_set_dlockc_0412ccca3e80be41(struct dlock_event *_swig_go_0, _gostring_ _swig_go_1) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *arg2 ;
   
@@ -1480,7 +1480,7 @@ void _wrap_dlock_event_message_set_dlockc_489b11ab0a9e7f80(struct dlock_event *_
 }
 
 
-_gostring_ _wrap_dlock_event_message_get_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0) {
+_gostring_ _wrap_dlock_event_message_get_dlockc_0412ccca3e80be41(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1496,7 +1496,7 @@ _gostring_ _wrap_dlock_event_message_get_dlockc_489b11ab0a9e7f80(struct dlock_ev
 }
 
 
-struct dlock_event *_wrap_new_dlock_event_dlockc_489b11ab0a9e7f80() {
+struct dlock_event *_wrap_new_dlock_event_dlockc_0412ccca3e80be41() {
   struct dlock_event *result = 0 ;
   struct dlock_event *_swig_go_result;
   
@@ -1507,7 +1507,7 @@ struct dlock_event *_wrap_new_dlock_event_dlockc_489b11ab0a9e7f80() {
 }
 
 
-void _wrap_delete_dlock_event_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_go_0) {
+void _wrap_delete_dlock_event_dlockc_0412ccca3e80be41(struct dlock_event *_swig_go_0) {
   struct dlock_event *arg1 = (struct dlock_event *) 0 ;
   
   arg1 = *(struct dlock_event **)&_swig_go_0; 
@@ -1517,7 +1517,7 @@ void _wrap_delete_dlock_event_dlockc_489b11ab0a9e7f80(struct dlock_event *_swig_
 }
 
 
-intgo _wrap_dlock_client_next_event_dlockc_489b11ab0a9e7f80(struct dlock_client *_swig_go_0, struct dlock_event *_swig_go_1, long long _swig_go_2, struct dlock_error *_swig_go_3) {
+intgo _wrap_dlock_client_next_event_dlockc_0412ccca3e80be41(struct dlock_client *_swig_go_0, struct dlock_event *_swig_go_1, long long _swig_go_2, struct dlock_error *_swig_go_3) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   dlock_event *arg2 = (dlock_event *) 0 ;
   int64_t arg3 ;
@@ -1536,7 +1536,7 @@ intgo _wrap_dlock_client_next_event_dlockc_489b11ab0a9e7f80(struct dlock_client 
 }
 
 
-intgo _wrap_dlock_client_init_schema_dlockc_489b11ab0a9e7f80(struct dlock_client *_swig_go_0, struct dlock_error *_swig_go_1) {
+intgo _wrap_dlock_client_init_schema_dlockc_0412ccca3e80be41(struct dlock_client *_swig_go_0, struct dlock_error *_swig_go_1) {
   dlock_client *arg1 = (dlock_client *) 0 ;
   dlock_error *arg2 = (dlock_error *) 0 ;
   int result;
@@ -1551,7 +1551,7 @@ intgo _wrap_dlock_client_init_schema_dlockc_489b11ab0a9e7f80(struct dlock_client
 }
 
 
-intgo _wrap_dlockswig_exec_dlockc_489b11ab0a9e7f80(struct dlock_lock *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long *_swig_go_3, struct dlock_error *_swig_go_4) {
+intgo _wrap_dlockswig_exec_dlockc_0412ccca3e80be41(struct dlock_lock *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long *_swig_go_3, struct dlock_error *_swig_go_4) {
   dlock_lock *arg1 = (dlock_lock *) 0 ;
   char *arg2 = (char *) 0 ;
   size_t arg3 ;

@@ -331,7 +331,13 @@ class DLockTest {
     }
   }
 
-  /** dlock_cancel ends every wait on the object: the binding resumes the uninterrupted one. */
+  /**
+   * dlock_cancel ends every wait on the object: the binding resumes the uninterrupted one. The
+   * cancel may cut off the lease attempt in flight (t2's or t1's, whichever was acquiring for the
+   * object), and the server may run it only after a.unlock(); the resumed wait acquires as that
+   * attempt's owner, so it still gets the lock at once (before, about 1 run in 70 on two busy cores
+   * waited for that lease's 30 s ttl and failed here).
+   */
   @Test
   void interruptingOneWaiterLeavesAnotherWaiting() throws Exception {
     String key = TestDb.key("interrupt-one");

@@ -14,5 +14,6 @@ public final class dlock_event_type {
   public final static int DLOCK_EVENT_RELEASE_GONE = 3;
   public final static int DLOCK_EVENT_RENEW_RETRY = 4;
   public final static int DLOCK_EVENT_CLEANUP = 5;
+  public final static int DLOCK_EVENT_TOPOLOGY = 6;
 }
 

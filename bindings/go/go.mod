@@ -1,3 +1,0 @@
-module github.com/dlock/dlock-go
-
-go 1.21

@@ -1,0 +1,11 @@
+//go:build !dlock_system
+
+// Package locking compiles part of dlock's C++ sources; see package libdlock.
+package locking
+
+/*
+#cgo CXXFLAGS: -std=c++17 -fvisibility=hidden -fvisibility-inlines-hidden -DNDEBUG
+#cgo CXXFLAGS: -I${SRCDIR}/../include -I${SRCDIR}/../../../../../core/include -I${SRCDIR}/../../../../../capi/include
+#cgo pkg-config: libmariadb
+*/
+import "C"
