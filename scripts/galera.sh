@@ -188,6 +188,11 @@ case "$cmd" in
     if is_running "$dir" 1 && is_running "$dir" 2 && is_running "$dir" 3; then
       print_urls "$dir"; exit 0
     fi
+    # A start that fails half-way stops the nodes it started (by their pids)
+    # and says where the directory is, so that nothing is left running unseen.
+    started=""
+    trap '[ -n "$started" ] || { echo "galera.sh: start failed; stopping the nodes started in $dir" >&2;
+          "$0" stop "$dir" >/dev/null 2>&1 || true; }' EXIT
     if [ ! -f "$dir/node1/my.cnf" ]; then
       write_configs "$dir"
       nd=$(node_dir "$dir" 1)
@@ -210,6 +215,7 @@ case "$cmd" in
     start_node "$dir" 3
     wait_synced "$dir" 3 3
     wait_synced "$dir" 1 3
+    started=1
     print_urls "$dir"
     ;;
   stop)

@@ -57,33 +57,49 @@ const char* const kSessionInit[] = {
 // Nodes of multi-host URLs that could not be used lately (unreachable,
 // unhealthy, or failed a statement with a node error), process-wide: a new
 // connection tries them after the others for kNodeDownFor, so that a dead
-// node does not cost every new connection a connect timeout.
-constexpr auto kNodeDownFor = std::chrono::seconds(5);
-Mutex g_down_mu;
-std::map<std::string, std::chrono::steady_clock::time_point> g_down GUARDED_BY(g_down_mu);  // host:port -> since
+// node does not cost every new connection a connect timeout. Longer than
+// the default connect timeout (5 s), so that a dead first node is not tried
+// first again by every connection opened just after its record ran out.
+constexpr auto kNodeDownFor = std::chrono::seconds(30);
+
+struct DownNodes {
+  Mutex mu;
+  std::map<std::string, std::chrono::steady_clock::time_point> since GUARDED_BY(mu);  // host:port
+};
+
+// Never destroyed: the watchdog and pool threads of a client nobody closed
+// (a binding at interpreter or JVM exit) may still reach it after static
+// destructors ran.
+DownNodes& Down() {
+  static DownNodes* d = new DownNodes;
+  return *d;
+}
 
 std::string NodeId(const std::string& host, unsigned port) {
   return host + ":" + std::to_string(port);
 }
 
 void NoteNodeDown(const std::string& id) {
-  MutexLock g(g_down_mu);
-  if (g_down.size() > 1024) g_down.clear();  // bounded, whatever URLs come and go
-  g_down[id] = std::chrono::steady_clock::now();
+  DownNodes& d = Down();
+  MutexLock g(d.mu);
+  if (d.since.size() > 1024) d.since.clear();  // bounded, whatever URLs come and go
+  d.since[id] = std::chrono::steady_clock::now();
 }
 
 bool NodeRecentlyDown(const std::string& id) {
-  MutexLock g(g_down_mu);
-  auto it = g_down.find(id);
-  if (it == g_down.end()) return false;
+  DownNodes& d = Down();
+  MutexLock g(d.mu);
+  auto it = d.since.find(id);
+  if (it == d.since.end()) return false;
   if (std::chrono::steady_clock::now() - it->second < kNodeDownFor) return true;
-  g_down.erase(it);
+  d.since.erase(it);
   return false;
 }
 
 void NoteNodeUp(const std::string& id) {
-  MutexLock g(g_down_mu);
-  g_down.erase(id);
+  DownNodes& d = Down();
+  MutexLock g(d.mu);
+  d.since.erase(id);
 }
 
 // Galera: the node cannot serve lock statements (1047: not in the primary
@@ -331,7 +347,12 @@ Status Conn::ReadServerInfo(SqlDialect forced) {
   const char* hello = mysql_get_server_info(m_);
   server_.dialect = &ChooseDialect(forced, hello ? hello : "");
   server_.mariadb = IsMariaDbVersion(hello ? hello : "");
-  const char* sql = server_.dialect->server_facts;
+  // The facts are the server's, whatever dialect the lock statements are
+  // forced to: with dialect=mysql on a MariaDB Galera node, the MySQL
+  // dialect's facts would not see Galera, and row locks (which do not
+  // exclude across nodes) would be let through.
+  const Dialect& family = ChooseDialect(SqlDialect::kAuto, hello ? hello : "");
+  const char* sql = family.server_facts;
   if (mysql_real_query(m_, sql, std::strlen(sql)) != 0)
     return Fail("reading server state", mysql_errno(m_), mysql_error(m_));
   MYSQL_RES* res = mysql_store_result(m_);
@@ -345,17 +366,12 @@ Status Conn::ReadServerInfo(SqlDialect forced) {
   }
   mysql_free_result(res);
   if (server_.read_only) server_.unhealthy = "read_only=ON";
-  if (server_.galera && server_.unhealthy.empty()) return ReadGaleraHealth();
+  if (server_.galera && server_.unhealthy.empty()) return ReadGaleraHealth(family);
   return Status::OK();
 }
 
-Status Conn::ReadGaleraHealth() {
-  // information_schema answers on a node outside the primary component,
-  // where table reads fail with 1047 (and SELECT 1 still works).
-  const char* sql =
-      "SELECT @@session.wsrep_on, VARIABLE_NAME, VARIABLE_VALUE FROM "
-      "information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN "
-      "('WSREP_READY','WSREP_CLUSTER_STATUS','WSREP_LOCAL_STATE_COMMENT','WSREP_CLUSTER_SIZE')";
+Status Conn::ReadGaleraHealth(const Dialect& family) {
+  const char* sql = family.galera_health;
   if (mysql_real_query(m_, sql, std::strlen(sql)) != 0)
     return Fail("reading the Galera node's state", mysql_errno(m_), mysql_error(m_));
   MYSQL_RES* res = mysql_store_result(m_);

@@ -152,7 +152,7 @@ class Conn : public SqlConn {
   Status Fail(const char* what, unsigned err, const char* msg);
   Status ReadServerInfo(SqlDialect forced);
   // Galera only: wsrep_ready, wsrep_cluster_status, Synced (-> unhealthy).
-  Status ReadGaleraHealth();
+  Status ReadGaleraHealth(const Dialect& family);  // family: the server's, not a forced one
   // One address: opts.host/opts.port (or opts.socket).
   static Status ConnectNode(const ClientOptions& opts, std::unique_ptr<Conn>* out);
 

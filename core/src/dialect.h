@@ -147,6 +147,11 @@ struct Dialect {
   // global read_only, innodb_read_only, version, whether it is a Galera
   // node ("ON"/"1").
   const char* server_facts;
+  // Run after server_facts on a Galera node (conn.cc): rows of (session
+  // wsrep_on, status name, value) for wsrep_ready, wsrep_cluster_status,
+  // wsrep_local_state_comment and wsrep_cluster_size. Both are the server
+  // family's (chosen by its version, not by a forced dialect).
+  const char* galera_health;
   // The statements for opts' tables. on_mariadb: the server's version names
   // MariaDB (a dialect forced against a server of another family may need
   // to say where it differs; dialect_mysql.cc does for one statement).

@@ -66,6 +66,11 @@ const Dialect kMariaDbDialect = {
     "SELECT @@global.read_only, @@global.innodb_read_only, @@version, "
     "IFNULL((SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES "
     "WHERE VARIABLE_NAME='WSREP_ON'),'OFF')",
+    // information_schema answers on a node outside the primary component,
+    // where table reads fail with 1047 (and SELECT 1 still works).
+    "SELECT @@session.wsrep_on, VARIABLE_NAME, VARIABLE_VALUE FROM "
+    "information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN "
+    "('WSREP_READY','WSREP_CLUSTER_STATUS','WSREP_LOCAL_STATE_COMMENT','WSREP_CLUSTER_SIZE')",
     Build,
 };
 

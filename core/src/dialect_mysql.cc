@@ -62,6 +62,11 @@ const Dialect kMySqlDialect = {
     "mysql",
     "SELECT @@global.read_only, @@global.innodb_read_only, @@version, "
     "IF(@@version_comment LIKE '%XtraDB Cluster%', 'ON', 'OFF')",
+    // MySQL 8.0 has no information_schema.GLOBAL_STATUS (Percona XtraDB
+    // Cluster: not tested here, no such server installs on this machine).
+    "SELECT @@session.wsrep_on, VARIABLE_NAME, VARIABLE_VALUE FROM "
+    "performance_schema.global_status WHERE VARIABLE_NAME IN "
+    "('wsrep_ready','wsrep_cluster_status','wsrep_local_state_comment','wsrep_cluster_size')",
     Build,
 };
 

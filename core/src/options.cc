@@ -416,6 +416,10 @@ Status ParseAuthority(const std::string& authority, const std::string& rest, Cli
       return Status::Invalid("URL: an empty host in the host list (h1:port,h2:port,...)");
     ClientOptions::Node n;
     if (!(s = ParseHostPort(one, rest, &n.host, &n.port)).ok()) return s;
+    // Connector/C takes "localhost" as its unix socket and ignores the port:
+    // every node of a list would be the same server. A list names nodes by
+    // port, so localhost in it means TCP.
+    if (n.host.size() == 9 && strncasecmp(n.host.c_str(), "localhost", 9) == 0) n.host = "127.0.0.1";
     o->nodes.push_back(std::move(n));
     if (o->nodes.size() > kMaxNodes)
       return Status::Invalid("URL: more than " + std::to_string(kMaxNodes) + " hosts in the host list");

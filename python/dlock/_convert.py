@@ -101,27 +101,12 @@ def sql_params(params: Optional[Sequence[Any]]) -> List[SqlParam]:
 
 
 def redact(url: str) -> str:
-    """The URL without its password and options (for repr), split the way the
-    core splits it: the authority ends at the first '/', the user at the last '@'."""
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        # A go-sql-driver DSN: user[:password]@tcp(address)/db, the password
-        # running to the last '@' before the last '/'.
-        slash = url.rfind("/")
-        if slash < 0:
-            return "<not a URL>"
-        head, tail = url[:slash], url[slash:].split("?", 1)[0]
-        at = head.rfind("@")
-        if at >= 0:
-            head = head[:at].split(":", 1)[0] + head[at:]
-        return head + tail
-    rest = rest.split("?", 1)[0]
-    slash = rest.find("/")
-    authority, path = (rest, "") if slash < 0 else (rest[:slash], rest[slash:])
-    at = authority.rfind("@")
-    if at >= 0:
-        authority = authority[:at].split(":", 1)[0] + "@" + authority[at + 1 :]
-    return f"{scheme}://{authority}{path}"
+    """The URL without its password (for repr), as the core takes it out of
+    every form it reads (mysql://, a go-sql-driver DSN, a JDBC URL)."""
+    from . import _core
+
+    out = _core.url_without_password(url)
+    return "<not a URL>" if out is None else out
 
 
 def key_from_core(raw: bytes) -> Key:

@@ -33,6 +33,7 @@
 #include <tuple>
 #include <vector>
 
+#include "dlock/admin.hpp"
 #include "dlock/core.hpp"
 
 namespace py = pybind11;
@@ -447,6 +448,14 @@ PYBIND11_MODULE(_core, m) {
         "The core library's version, e.g. '1.3.0'.");
   m.def("version_number", [] { return dlock::VersionNumber(); },
         "The core's version as major * 10000 + minor * 100 + patch, e.g. 10300.");
+  m.def(
+      "url_without_password",
+      [](const std::string& url) -> std::optional<std::string> {
+        std::string out;
+        if (!dlock::UrlWithoutPassword(url, &out).ok()) return std::nullopt;
+        return out;
+      },
+      "The URL (any form the core reads) without its password, or None if it does not parse.");
   m.def("code_name", [](int code) { return std::string(dlock::CodeName(code)); },
         "Stable name of a dlock_code, e.g. 'DLOCK_E_LOST'.");
   m.def("codes", [] {

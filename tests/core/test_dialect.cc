@@ -202,6 +202,10 @@ TEST_CASE("dialect mariadb: the statements it sends") {
         "SELECT @@global.read_only, @@global.innodb_read_only, @@version, IFNULL((SELECT "
         "VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES WHERE "
         "VARIABLE_NAME='WSREP_ON'),'OFF')");
+  CHECK(std::string(dlock::kMariaDbDialect.galera_health) ==
+        "SELECT @@session.wsrep_on, VARIABLE_NAME, VARIABLE_VALUE FROM "
+        "information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN "
+        "('WSREP_READY','WSREP_CLUSTER_STATUS','WSREP_LOCAL_STATE_COMMENT','WSREP_CLUSTER_SIZE')");
 }
 
 TEST_CASE("dialect mysql: the statements it sends, none of them in a MariaDB-only form") {
@@ -244,6 +248,10 @@ TEST_CASE("dialect mysql: the statements it sends, none of them in a MariaDB-onl
       CHECK(m.second.find(form) == std::string::npos);
   }
   CHECK(std::string(dlock::kMySqlDialect.server_facts).find("GLOBAL_VARIABLES") == std::string::npos);
+  CHECK(std::string(dlock::kMySqlDialect.galera_health) ==
+        "SELECT @@session.wsrep_on, VARIABLE_NAME, VARIABLE_VALUE FROM "
+        "performance_schema.global_status WHERE VARIABLE_NAME IN "
+        "('wsrep_ready','wsrep_cluster_status','wsrep_local_state_comment','wsrep_cluster_size')");
 }
 
 TEST_CASE("dialect mysql forced against MariaDB: one statement is substituted, the acquire") {

@@ -1,9 +1,7 @@
 // core_lease: the lease lock (scheme 1) against the fixture server: acquire,
 // busy, release, owner safety, expiry by the database clock, fencing tokens.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include <atomic>
 #include <climits>
-#include <thread>
 
 #include "core_test_util.h"
 #include "lock_impl.h"
@@ -16,11 +14,6 @@ class LockImplTestPeer {
   static void SetCount(LockImpl& l, int n) {
     MutexLock g(l.st_mu_);
     l.count_ = n;
-  }
-  // Threads waiting in the lock's claim line (fair=1).
-  static size_t ClaimLine(LockImpl& l) {
-    MutexLock g(l.st_mu_);
-    return l.claim_line_.size();
   }
 };
 }  // namespace dlock
@@ -191,7 +184,9 @@ TEST_CASE("lease: a lease taken late by a cancelled attempt is the same object's
   DT_CHECK_CODE(b->Cancel(), Code::kOk);
   waiter.join();
   CHECK(code == static_cast<int>(Code::kCancelled));
-  CHECK(MsSince(cancelled_at) < 2000);
+  // Only a guard against a hang: how prompt a cancel is, lifecycle's cancel
+  // case measures (this one failed once at 2 s in a run stalled to 37 s).
+  CHECK(MsSince(cancelled_at) < 5000);
   CHECK_FALSE(b->held());
   // The release commits; the server runs the cut statement on the free row.
   holder.Exec("COMMIT");
@@ -218,6 +213,55 @@ TEST_CASE("lease: a lease taken late by a cancelled attempt is the same object's
   CHECK(b->owner() != cut_owner);
   DT_CHECK_CODE(b->Release(), Code::kOk);
   DT_CHECK_CODE(a->Release(), Code::kLost);  // its release was the one above
+}
+
+// A multi-host URL whose first node refuses connections (port 1 on
+// loopback): every connection of the pool and the watchdog goes to the
+// second, the process-wide record of failed nodes is read and written by
+// every thread at once (this suite runs under ASan and TSan), and exclusion
+// holds.
+TEST_CASE("lease: a multi-host URL with a dead first node, shared by threads") {
+  const std::string url = dlock_test_url();
+  const size_t at = url.find('@');
+  REQUIRE(at != std::string::npos);
+  const std::string multi = url.substr(0, at + 1) + "127.0.0.1:1," + url.substr(at + 1);
+  std::shared_ptr<dlock::Client> c;
+  dlock::Config ccfg;
+  REQUIRE(ccfg.Set("pool", "3").ok());
+  dlock::Status s = dlock::Client::Open(multi, ccfg, &c);
+  REQUIRE_MESSAGE(s.ok(), s.message());
+  const std::string key = kPrefix + "multi-host";
+  std::atomic<int> inside{0}, overlaps{0}, wins{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      dlock::Config cfg;  // no REQUIRE off the test's thread: failures are counted
+      std::unique_ptr<dlock::Lock> l;
+      if (!cfg.Set("mode", "lease").ok() || !cfg.Set("ttl_ms", "10000").ok() ||
+          !cfg.Set("auto_renew", "1").ok() ||
+          !dlock::Lock::Open(c, key, cfg, &l).ok()) {
+        ++errors;
+        return;
+      }
+      for (int round = 0; round < 10; ++round) {
+        dlock::Status st = l->Try(10000);
+        if (!st.ok()) {
+          ++errors;
+          continue;
+        }
+        if (inside.fetch_add(1) != 0) ++overlaps;
+        ++wins;
+        inside.fetch_sub(1);
+        if (!l->Release().ok()) ++errors;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(errors.load() == 0);
+  CHECK(overlaps.load() == 0);
+  CHECK(wins.load() == 40);
+  // Every connection went to the live node: one per pooled slot at most.
+  CHECK(c->impl()->pool().open_count() <= 3);
 }
 
 TEST_CASE("lease: renew extends by the database clock") {
@@ -523,43 +567,4 @@ TEST_CASE("lease: re-entry stops at INT_MAX holds with kState; the count never w
   DT_CHECK_CODE(l->Release(me), Code::kOk);
   CHECK(l->CurrentState(me) == LockState::kIdle);
   l->Close(me);
-}
-
-TEST_CASE("fair: a waiting thread is served before the releaser that asks again at once") {
-  auto c = OpenClient();
-  for (dlock::LockMode mode : {dlock::LockMode::kLease, dlock::LockMode::kRow}) {
-    INFO("mode: " << (mode == dlock::LockMode::kLease ? "lease" : "row"));
-    dlock::LockOptions opts = c->impl()->lock_defaults();
-    opts.mode = mode;
-    REQUIRE(opts.fair);  // the default
-    const std::string key = kPrefix + (mode == dlock::LockMode::kLease ? "fair-lease" : "fair-row");
-    // Two objects of one hold (holder=thread), as lock objects of one client
-    // for one key share it: this thread is one holder, the waiter another.
-    auto l = std::make_shared<dlock::LockImpl>(c, key, opts, "");
-    dlock::LockCaller a, b;
-    for (int round = 0; round < 10; ++round) {
-      DT_REQUIRE_CODE(l->Try(a, 0), Code::kOk);
-      std::atomic<int> got{1};
-      std::thread waiter([&] {
-        dlock::Status s = l->Try(b, 10000);
-        got = static_cast<int>(s.code());
-        if (s.ok()) CHECK(l->Release(b).ok());
-      });
-      // The waiter stands in the claim line before the release.
-      REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(5),
-                        [&] { return dlock::LockImplTestPeer::ClaimLine(*l) == 1; }));
-      DT_CHECK_CODE(l->Release(a), Code::kOk);
-      // The releaser asks again at once (the article's loop): the waiter came
-      // first, so this one-shot attempt finds it taken, whichever step of its
-      // acquisition the waiter is in.
-      dlock::Status again = l->Try(a, 0);
-      CHECK(again.code() == Code::kBusy);
-      if (again.ok()) DT_CHECK_CODE(l->Release(a), Code::kOk);
-      waiter.join();
-      CHECK(got.load() == static_cast<int>(Code::kOk));
-    }
-    CHECK(dlock::LockImplTestPeer::ClaimLine(*l) == 0);
-    l->Close(a);
-    l->Close(b);
-  }
 }

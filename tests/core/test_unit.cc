@@ -106,6 +106,15 @@ TEST_CASE("ParseUrl: several hosts (a Galera cluster), each with its own port") 
   CHECK(o.port == 3311u);
   CHECK(o.pool == 2);
   CHECK(MustParse("mysql://u@db1:3311/app").nodes.empty());  // one address: no list
+  // In a list, localhost is TCP (Connector/C would take its socket and
+  // ignore the port: every node the same server).
+  o = MustParse("mysql://u@localhost:3311,LocalHost:3312/app");
+  REQUIRE(o.nodes.size() == 2u);
+  CHECK(o.nodes[0].host == "127.0.0.1");
+  CHECK(o.nodes[1].host == "127.0.0.1");
+  CHECK(o.nodes[1].port == 3312u);
+  CHECK(o.host == "127.0.0.1");
+  CHECK(MustParse("mysql://u@localhost:3311/app").host == "localhost");  // one address: as ever
 
   for (const char* bad : {"mysql://u@db1:3311,,db2:3312/app", "mysql://u@db1:3311,/app",
                           "mysql://u@,db2/app", "mysql://u@db1:x,db2:3312/app",

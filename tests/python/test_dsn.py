@@ -65,7 +65,11 @@ def test_unknown_parameters_are_named_and_a_password_never() -> None:
 def test_repr_shows_where_but_never_the_password() -> None:
     from dlock import _convert
 
-    assert _convert.redact("app:s3c/r@t@tcp(db:3306)/app?timeout=5s") == "app@tcp(db:3306)/app"
+    # The core takes the password out (UrlWithoutPassword); the rest stays.
+    assert _convert.redact("app:s3c/r@t@tcp(db:3306)/app?timeout=5s") == "app@tcp(db:3306)/app?timeout=5s"
     assert _convert.redact("/app") == "/app"
-    assert _convert.redact("jdbc:mysql://db:3306/app?user=app&password=s3cret") == "jdbc:mysql://db:3306/app"
+    assert (_convert.redact("jdbc:mysql://db:3306/app?user=app&password=s3cret")
+            == "jdbc:mysql://db:3306/app?user=app")
     assert _convert.redact("jdbc:mariadb://app:s3cret@db/app") == "jdbc:mariadb://app@db/app"
+    assert _convert.redact("mysql://u:s3cret@h:3306/db?pool=3") == "mysql://u@h:3306/db?pool=3"
+    assert _convert.redact("nonsense") == "<not a URL>"

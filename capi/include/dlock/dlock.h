@@ -180,14 +180,6 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *                     auto: the releasing holder wakes them through a
  *                     server-side GET_LOCK name, never used on Galera; poll:
  *                     they only poll)
- *     fair            waiters are served in arrival order: a holder that
- *                     releases and asks again queues behind them: 0|1
- *                     (default 1). Threads of one client that
- *                     wait for a key queue in arrival order and a release
- *                     hands the key to the longest waiter; across clients
- *                     the server's wake-up queue orders them. 0: whoever
- *                     asks first after a release may take it (a thread that
- *                     releases and at once asks again usually does)
  */
 DLOCK_EXPORT int dlock_config_set(dlock_config *cfg, const char *key,
                                   const char *value, dlock_error *err);
@@ -373,8 +365,9 @@ DLOCK_EXPORT void dlock_close(dlock_lock *lock);
  * (cut off by a cancel, or DLOCK_E_UNKNOWN) the lock object's next
  * dlock_try acquires as that statement's owner, so it takes such a lease at
  * once, as its own (since 1.3; a dlock_try of another thread of the object
- * included, e.g. one whose wait the same dlock_cancel ended); for every
- * other lock object and process such a lease runs out by its ttl. */
+ * included, e.g. one whose wait the same dlock_cancel ended, and of the
+ * lock objects that share its hold, see dlock_open); for lock objects that
+ * do not share it and for other processes such a lease runs out by its ttl. */
 DLOCK_EXPORT int dlock_try(dlock_lock *lock, int64_t wait_ms, dlock_error *err);
 
 /* dlock_try and dlock_release on behalf of a holder id chosen by the caller

@@ -230,12 +230,29 @@ public final class NativeLoader {
       // made before (by us, we check below)
     }
     if (!Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)
-        || !Files.getOwner(dir, LinkOption.NOFOLLOW_LINKS).getName().equals(System.getProperty("user.name"))
+        || !ownedByMe(dir)
         || !OWNER_ONLY.containsAll(Files.getPosixFilePermissions(dir, LinkOption.NOFOLLOW_LINKS))) {
       // Not ours, or others may write it: a fresh private directory instead.
       return Files.createTempDirectory("dlock-native-");
     }
     return dir;
+  }
+
+  /**
+   * Whether this process's user owns dir, by uid: user.name is "?" for a uid without a passwd
+   * entry (containers), whose owner name is the number, so names would never match and every
+   * start would extract into a fresh temp directory.
+   */
+  private static boolean ownedByMe(Path dir) throws IOException {
+    Path probe = Files.createTempFile("dlock-uid-", ".probe");
+    try {
+      return Files.getAttribute(dir, "unix:uid", LinkOption.NOFOLLOW_LINKS)
+          .equals(Files.getAttribute(probe, "unix:uid", LinkOption.NOFOLLOW_LINKS));
+    } catch (UnsupportedOperationException e) {
+      return Files.getOwner(dir, LinkOption.NOFOLLOW_LINKS).equals(Files.getOwner(probe));
+    } finally {
+      Files.deleteIfExists(probe);
+    }
   }
 
   private static String sha256(byte[] bytes) {

@@ -1,7 +1,0 @@
-module dlockbench
-
-go 1.21
-
-require github.com/dlock/dlock-go v0.0.0
-
-replace github.com/dlock/dlock-go => ../../bindings/go
