@@ -22,8 +22,12 @@ int64_t SlackUs(int64_t ttl_ms) { return ttl_ms * 1000 / 6; }
 // then it is cut and retried on a new connection, which on a multi-host
 // URL goes to another node first. Not cut at the lease's deadline: an
 // answer after it still renews (the lease counts from the send). A cut
-// renewal may still commit later; it only extends our own lease, never
-// past what a later send gives us.
+// renewal may still run on the server later (it had the statement): it
+// matches only a row that our owner still holds, live by its NOW(), so it
+// can extend our own lease but never revive a released row (its owner is
+// empty) or one another owner took; our deadline is never taken from it
+// (a renewed lease's deadline counts from the send whose answer we read;
+// see the check in RenewOn).
 int64_t AttemptUs(int64_t ttl_ms) { return std::max<int64_t>(ttl_ms * 1000 / 3, 1000000); }
 
 constexpr size_t kMaxBatch = kMaxRenewBatch;
@@ -124,20 +128,23 @@ Status Renewer::EnsureConn() {
   return Status::OK();
 }
 
-Status Renewer::RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point cut_at,
-                           Clock::time_point* sent, std::vector<Outcome>* outcomes) {
+Status Renewer::RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
+                           std::vector<Outcome>* outcomes, std::vector<Clock::time_point>* until) {
   outcomes->assign(items.size(), Outcome::kError);
+  until->assign(items.size(), Clock::time_point{});
   Status s = EnsureConn();
   if (!s.ok()) return s;
   conn_used_ = Clock::now();
   {
     MutexLock g(mu_);
     inflight_ = conn_.get();
-    cut_at_ = cut_at;
+    // From now, not from the tick: a connect (to the next node, after a cut)
+    // does not eat into the statement's own wait.
+    cut_at_ = conn_used_ + std::chrono::microseconds(AttemptUs(ttl_ms));
     cut_ = false;
     cut_cv_.notify_all();
   }
-  s = RenewOn(ttl_ms, items, sent, outcomes);
+  s = RenewOn(ttl_ms, items, sent, outcomes, until);
   bool cut = false;
   {
     MutexLock g(mu_);
@@ -157,7 +164,7 @@ Status Renewer::RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock
 }
 
 Status Renewer::RenewOn(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
-                        std::vector<Outcome>* outcomes) {
+                        std::vector<Outcome>* outcomes, std::vector<Clock::time_point>* until) {
   Status s;
   const RenewSql& sql = client_->sql().renew;
   Counters& counters = client_->counters();
@@ -182,12 +189,22 @@ Status Renewer::RenewOn(int64_t ttl_ms, const std::vector<Item>& items, Clock::t
     counters.renew_statements.fetch_add(1);
     if (!s.ok()) return s;
     counters.renewals.fetch_add(r.affected);
+    const Clock::time_point renewed_until = *sent + LeaseSpan(ttl_ms);
     if (r.affected == n) {
-      for (size_t i = 0; i < n; ++i) (*outcomes)[start + i] = Outcome::kRenewed;
+      for (size_t i = 0; i < n; ++i) {
+        (*outcomes)[start + i] = Outcome::kRenewed;
+        (*until)[start + i] = renewed_until;
+      }
       continue;
     }
     // Some were not renewed: find out exactly which (a second statement only
-    // when a lease was lost). A renewed row is ours with time left.
+    // when a lease was lost). A row that is ours with time left is held, but
+    // not necessarily by this statement's extension: another statement of
+    // ours may have set its expiry (a renewal the cutter gave up on, run by
+    // the server later with its own older NOW()). So its deadline is what
+    // the server says is left, counted from this check's send (and never
+    // past what this batch's send gives), the 0.1% margin taken off.
+    const Clock::time_point check_sent = Clock::now();
     s = conn_->Exec(sql.check[log2], keys_owners, &r);
     counters.renew_statements.fetch_add(1);
     if (!s.ok()) return s;
@@ -197,7 +214,13 @@ Status Renewer::RenewOn(int64_t ttl_ms, const std::vector<Item>& items, Clock::t
     }
     for (size_t i = 0; i < n; ++i) {
       auto it = left.find(items[start + i].owner);
-      (*outcomes)[start + i] = it != left.end() && it->second > 0 ? Outcome::kRenewed : Outcome::kLost;
+      if (it != left.end() && it->second > 0) {
+        (*outcomes)[start + i] = Outcome::kRenewed;
+        (*until)[start + i] = std::min(
+            renewed_until, check_sent + std::chrono::microseconds(it->second - it->second / 1000));
+      } else {
+        (*outcomes)[start + i] = Outcome::kLost;
+      }
     }
   }
   return Status::OK();
@@ -255,8 +278,8 @@ void Renewer::Lost(RenewedLease* lock, const std::string& why) {
   entries_.erase(lock);
 }
 
-void Renewer::Apply(int64_t ttl, const std::vector<Item>& items, const Status& s,
-                    Clock::time_point sent, const std::vector<Outcome>& outcomes) {
+void Renewer::Apply(const std::vector<Item>& items, const Status& s, Clock::time_point sent,
+                    const std::vector<Outcome>& outcomes, const std::vector<Clock::time_point>& until) {
   for (size_t i = 0; i < items.size(); ++i) {
     const Item& it = items[i];
     auto e = entries_.find(it.lock);
@@ -264,7 +287,7 @@ void Renewer::Apply(int64_t ttl, const std::vector<Item>& items, const Status& s
     Entry& en = e->second;
     if (outcomes[i] == Outcome::kRenewed) {
       en.last_sent = sent;
-      en.deadline = sent + LeaseSpan(ttl);
+      en.deadline = until[i];
       en.failures = 0;
       en.retry_at = {};
       it.lock->OnRenewed(it.owner, en.deadline);
@@ -325,12 +348,12 @@ void Renewer::Run() {
     client_->counters().renew_ticks.fetch_add(1);
     for (auto& kv : batches) {
       std::vector<Outcome> outcomes;
+      std::vector<Clock::time_point> until;
       Clock::time_point sent = Clock::now();
-      const Clock::time_point cut_at = sent + std::chrono::microseconds(AttemptUs(kv.first));
       g.Unlock();  // no lock held during I/O: Remove() and Add() stay quick
-      Status s = RenewBatch(kv.first, kv.second, cut_at, &sent, &outcomes);
+      Status s = RenewBatch(kv.first, kv.second, &sent, &outcomes, &until);
       g.Lock();
-      Apply(kv.first, kv.second, s, sent, outcomes);
+      Apply(kv.second, s, sent, outcomes, until);
     }
   }
   cut_cv_.notify_all();  // stop_: the cutter ends too

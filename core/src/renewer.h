@@ -76,15 +76,20 @@ class Renewer {
   // A lease is lost: counted, reported, the lock told, forgotten.
   void Lost(RenewedLease* lock, const std::string& why) REQUIRES(mu_);
   // What a batch's statement said, applied to the entries still there.
-  void Apply(int64_t ttl, const std::vector<Item>& items, const Status& s, Clock::time_point sent,
-             const std::vector<Outcome>& outcomes) REQUIRES(mu_);
+  // until[i]: the deadline of a renewed lease (its hold ends there by our
+  // clock, never after the server's expiry).
+  void Apply(const std::vector<Item>& items, const Status& s, Clock::time_point sent,
+             const std::vector<Outcome>& outcomes, const std::vector<Clock::time_point>& until)
+      REQUIRES(mu_);
   // Renews items (all with the same ttl) in as few statements as possible.
   // Fills outcomes[i]; returns the status of the failure, if any. Runs on
   // the renewer's thread without mu_: I/O never blocks Add() and Remove().
-  // cut_at: when the attempt is given up if the server has not answered
-  // (the cutter aborts the connection; see Cutter).
-  Status RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point cut_at,
-                    Clock::time_point* sent, std::vector<Outcome>* outcomes) EXCLUDES(mu_);
+  // until[i]: a renewed lease's new deadline. The attempt is given up
+  // (the cutter aborts the connection; see Cutter) when the server has not
+  // answered a renew interval (at least 1 s) after it was sent.
+  Status RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
+                    std::vector<Outcome>* outcomes, std::vector<Clock::time_point>* until)
+      EXCLUDES(mu_);
   // The cutter's thread: aborts the connection of a renewal attempt that
   // runs past its cut_at_. A stalled or hung node would otherwise hold the
   // renewer for the whole read timeout (30 s by default), longer than a
@@ -92,7 +97,8 @@ class Renewer {
   void Cutter() EXCLUDES(mu_);
   // RenewBatch's statements on conn_.
   Status RenewOn(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
-                 std::vector<Outcome>* outcomes) EXCLUDES(mu_);
+                 std::vector<Outcome>* outcomes, std::vector<Clock::time_point>* until)
+      EXCLUDES(mu_);
   Status EnsureConn() EXCLUDES(mu_);
 
   ClientImpl* const client_;
