@@ -160,6 +160,9 @@ Status Renewer::RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock
                    s.message() + ")",
                s.server_errno());
   }
+  // Cut just after its answer came: the answer counts, but the socket is
+  // shut; the next tick connects again instead of failing on it.
+  if (cut) conn_.reset();
   return s;
 }
 
