@@ -294,11 +294,13 @@ def test_holder_node_killed_multi_url_keeps_renewing(cluster: Cluster, key: str,
     try:
         h = holder.lock(key, ttl=ttl)
         assert h.acquire(timeout=5)
+        acquired_at = time.time()
         token = h.token
         assert sessions_on(cluster, 3) >= 1, "the holder is not on node 3, its URL's first"
         cluster.kill(3)
         killed_at = time.time()
         renewed = holder.counters()["renewals"]
+        first_renewal = None  # seconds after the kill (polled every 0.5 s)
         # Past the lease the holder had at the kill: still ours, renewed elsewhere.
         contender_tries = 0
         end = time.monotonic() + ttl + 3
@@ -313,13 +315,16 @@ def test_holder_node_killed_multi_url_keeps_renewing(cluster: Cluster, key: str,
                                      f"(+{time.time() - killed_at:.2f}s); holder: {why()}")
             contender_tries += 1
             assert not h.lost, f"the holder lost its lease; holder: {why()}"
+            if first_renewal is None and holder.counters()["renewals"] > renewed:
+                first_renewal = time.time() - killed_at
             time.sleep(0.5)
         owner, fence, expires = lease_row(cluster, 1, key)
         assert owner == h.owner.encode() and fence == token
         assert expires > killed_at + ttl, "the lease was not renewed after the kill"
         assert holder.counters()["renewals"] > renewed
         assert h.state == "held"
-        print(f"\nnode 3 killed: lease renewed through another node, expires "
+        print(f"\nnode 3 killed {killed_at - acquired_at:.1f} s after the acquire: first renewal "
+              f"through another node seen +{first_renewal:.1f} s; lease expires "
               f"{expires - killed_at:.1f} s after the kill; {contender_tries} contender attempts refused")
         h.release()
         c = contender.lock(key, ttl=30)
@@ -365,6 +370,7 @@ def test_holder_node_frozen_multi_url_keeps_renewing(cluster: Cluster, key: str,
         node3_thawed.append(cluster.freeze(3))
         frozen_at = time.time()
         renewed = holder.counters()["renewals"]
+        first_renewal = None  # seconds after the freeze (polled every 0.5 s)
         end = time.monotonic() + ttl + 3
         tries = 0
 
@@ -379,6 +385,8 @@ def test_holder_node_frozen_multi_url_keeps_renewing(cluster: Cluster, key: str,
                                      f"(+{time.time() - frozen_at:.2f}s); holder: {why()}")
             tries += 1
             assert not h.lost, f"the holder lost its lease; holder: {why()}"
+            if first_renewal is None and holder.counters()["renewals"] > renewed:
+                first_renewal = time.time() - frozen_at
             time.sleep(0.5)
         owner, fence, expires = lease_row(cluster, 1, key)
         assert owner == h.owner.encode() and fence == token
@@ -386,7 +394,8 @@ def test_holder_node_frozen_multi_url_keeps_renewing(cluster: Cluster, key: str,
         assert holder.counters()["renewals"] > renewed
         events = why()
         assert "RENEW_RETRY" in events and f":{cluster.port(3)}/" in events and "no answer" in events, events
-        print(f"\nnode 3 frozen: renewal cut and moved, lease expires {expires - frozen_at:.1f} s "
+        print(f"\nnode 3 frozen: renewal cut and moved, first renewal elsewhere seen "
+              f"+{first_renewal:.1f} s, lease expires {expires - frozen_at:.1f} s "
               f"after the freeze; {tries} contender attempts refused; {events}")
         # The release goes through the pool, whose idle connection is on the
         # frozen node: a statement there waits the read timeout (30 s). Once
