@@ -36,12 +36,34 @@ mariadbd_bin() {
   die "mariadbd not found: run scripts/setup.sh first"
 }
 
-# n free TCP ports on 127.0.0.1, distinct (held open together while picked).
+# n free TCP ports on 127.0.0.1, distinct (held open together while picked),
+# below the kernel's ephemeral range: a node restarted after a kill binds
+# its ports again, and a port from the ephemeral range may meanwhile be the
+# local end of some outgoing connection (the other nodes reconnecting to it
+# can even connect to themselves through it), so the restart failed with
+# "Address already in use".
 free_ports() {
   python3 - "$1" <<'PY'
-import socket, sys
+import random, socket, sys
+n = int(sys.argv[1])
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    low = 32768
 ss = []
-for _ in range(int(sys.argv[1])):
+candidates = list(range(10000, low)) if low > 10000 + 10 * n else []
+random.shuffle(candidates)
+for port in candidates:
+    if len(ss) == n:
+        break
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        s.close()
+        continue
+    ss.append(s)
+while len(ss) < n:  # no room below the ephemeral range: any free port
     s = socket.socket(); s.bind(("127.0.0.1", 0)); ss.append(s)
 print(" ".join(str(s.getsockname()[1]) for s in ss))
 PY

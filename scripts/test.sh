@@ -13,7 +13,8 @@
 #   4. Go: go vet + go test -race; Java: mvn test on JDK 17 and 25, with the
 #      interop test across C, Java, Go and Python on one table
 #   5. Galera: a 3-node cluster on loopback (scripts/galera.sh) and the
-#      pytest family in tests/galera (about 1 minute with the cluster's start)
+#      pytest family in tests/galera (about 2-2.5 minutes with the cluster's
+#      start, on 2 shared cores)
 #   6. the chaos run, short form (30 s): Python and `dlock run` workers on one
 #      key under kills, pauses, KILL CONNECTION, a server restart and freeze;
 #      the history checked for linearizability (scripts/chaos.sh, tests/chaos)
@@ -132,8 +133,10 @@ DLOCK_PYTHON=$py bindings/java/run-tests.sh build || failed+=("mvn test")
 
 # A real 3-node Galera cluster (scripts/galera.sh, started and destroyed by
 # the suite): exclusion and fencing across nodes, certification conflicts,
-# row locks refused, polling waiters, a node SIGKILLed under its holder.
-# About a minute in all (the cluster's start ~10-25 s, the tests ~30-60 s).
+# row locks refused, polling waiters, the holder's node SIGKILLed (one-node
+# and multi-host URL) and frozen (SIGSTOP, multi-host URL), each restarted.
+# About 2-2.5 minutes in all (the cluster's start ~25 s; the multi-host kill
+# and freeze tests ~65 s of it with their node restarts).
 if [ -n "$py" ]; then
   section "Galera cluster (3 nodes on loopback, tests/galera)"
   "$py" -m pytest -q -rs tests/galera || failed+=("galera tests")

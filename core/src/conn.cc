@@ -157,7 +157,14 @@ Code ClassifyError(unsigned err) {
 }
 
 Status Conn::Connect(const ClientOptions& o, std::unique_ptr<Conn>* out) {
-  if (o.nodes.size() < 2 || !o.socket.empty()) return ConnectNode(o, out);
+  if (o.nodes.size() < 2 || !o.socket.empty()) {
+    Status s = ConnectNode(o, out);
+    // A healthy node answered: whatever failure was recorded for it (by a
+    // statement on any URL naming it) is over, for the multi-host URLs too.
+    if (s.ok() && o.socket.empty() && (*out)->server().unhealthy.empty())
+      NoteNodeUp(NodeId(o.host, o.port));
+    return s;
+  }
   // The URL's order, except that nodes that failed lately go last.
   std::vector<size_t> order;
   for (int pass = 0; pass < 2; ++pass)
@@ -323,6 +330,8 @@ void Conn::Abort() {
   aborted_.store(true);
   if (fd_ >= 0) shutdown(fd_, SHUT_RDWR);
 }
+
+void Conn::NoteUnresponsive() const { NoteNodeDown(node_); }
 
 Status Conn::Fail(const char* what, unsigned err, const char* msg) {
   if (IsConnectionError(err)) {

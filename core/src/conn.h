@@ -131,6 +131,10 @@ class Conn : public SqlConn {
   // Abort() was called: the connection broke because we cut it, which says
   // nothing about the server or the other connections to it.
   bool aborted() const { return aborted_.load(); }
+  // This connection's node did not answer in time (its statement was cut
+  // with Abort()): for multi-host URLs, new connections try the other
+  // nodes first for a while, as after a connection error.
+  void NoteUnresponsive() const;
   // Counts every statement sent (for the client's counters).
   void set_counter(std::atomic<uint64_t>* c) { sent_ = c; }
   const ServerInfo& server() const { return server_; }

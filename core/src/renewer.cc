@@ -17,6 +17,18 @@ namespace {
 // is renewed early with the rest (see Run).
 int64_t DueUs(int64_t ttl_ms) { return ttl_ms * 1000 / 3; }
 int64_t SlackUs(int64_t ttl_ms) { return ttl_ms * 1000 / 6; }
+// One renewal attempt waits a renew interval (at least 1 s) for its answer,
+// not the whole read timeout (30 s by default, longer than most leases):
+// then it is cut and retried on a new connection, which on a multi-host
+// URL goes to another node first. Not cut at the lease's deadline: an
+// answer after it still renews (the lease counts from the send). A cut
+// renewal may still run on the server later (it had the statement): it
+// matches only a row that our owner still holds, live by its NOW(), so it
+// can extend our own lease but never revive a released row (its owner is
+// empty) or one another owner took; our deadline is never taken from it
+// (a renewed lease's deadline counts from the send whose answer we read;
+// see the check in RenewOn).
+int64_t AttemptUs(int64_t ttl_ms) { return std::max<int64_t>(ttl_ms * 1000 / 3, 1000000); }
 
 constexpr size_t kMaxBatch = kMaxRenewBatch;
 
@@ -40,12 +52,32 @@ Renewer::~Renewer() {
     MutexLock g(mu_);
     stop_ = true;
     cv_.notify_all();
+    cut_cv_.notify_all();
   }
   // No Add() can run any more (the client is going away), so thread_ is
   // read without mu_; the thread itself never touches thread_.
-  if (thread_.joinable()) {
-    if (getpid() == client_->pid()) thread_.join();
-    else thread_.detach();  // forked child: the thread stayed in the parent
+  for (std::thread* t : {&thread_, &cutter_}) {
+    if (!t->joinable()) continue;
+    if (getpid() == client_->pid()) t->join();
+    else t->detach();  // forked child: the thread stayed in the parent
+  }
+}
+
+void Renewer::Cutter() {
+  RelockableMutexLock g(mu_);
+  while (!stop_) {
+    if (inflight_ == nullptr || cut_) {
+      cut_cv_.wait(mu_);
+      continue;
+    }
+    if (Clock::now() < cut_at_) {
+      cut_cv_.wait_until(mu_, cut_at_);
+      continue;
+    }
+    // Under mu_: the renewer's thread clears inflight_ (under mu_) before it
+    // closes the connection. Abort() only shuts the socket down.
+    inflight_->Abort();
+    cut_ = true;
   }
 }
 
@@ -63,7 +95,10 @@ void Renewer::Add(RenewedLease* lock, const std::string& key, const std::string&
   e.last_sent = deadline - LeaseSpan(ttl_ms);
   e.deadline = deadline;
   preconnect_failed_ = false;  // a new lease: worth another try
-  if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+  if (!thread_.joinable()) {
+    thread_ = std::thread([this] { Run(); });
+    cutter_ = std::thread([this] { Cutter(); });
+  }
   cv_.notify_all();
 }
 
@@ -94,11 +129,46 @@ Status Renewer::EnsureConn() {
 }
 
 Status Renewer::RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
-                           std::vector<Outcome>* outcomes) {
+                           std::vector<Outcome>* outcomes, std::vector<Clock::time_point>* until) {
   outcomes->assign(items.size(), Outcome::kError);
+  until->assign(items.size(), Clock::time_point{});
   Status s = EnsureConn();
   if (!s.ok()) return s;
   conn_used_ = Clock::now();
+  {
+    MutexLock g(mu_);
+    inflight_ = conn_.get();
+    // From now, not from the tick: a connect (to the next node, after a cut)
+    // does not eat into the statement's own wait.
+    cut_at_ = conn_used_ + std::chrono::microseconds(AttemptUs(ttl_ms));
+    cut_ = false;
+    cut_cv_.notify_all();
+  }
+  s = RenewOn(ttl_ms, items, sent, outcomes, until);
+  bool cut = false;
+  {
+    MutexLock g(mu_);
+    inflight_ = nullptr;
+    cut = cut_;
+  }
+  if (cut && !s.ok()) {
+    conn_->NoteUnresponsive();
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - *sent);
+    s = Status(Code::kConnect,
+               "no answer from " + conn_->where() + " within " + std::to_string(waited.count()) +
+                   " ms (a stalled or hung node?): the renewal was cut, retried on a new connection (" +
+                   s.message() + ")",
+               s.server_errno());
+  }
+  // Cut just after its answer came: the answer counts, but the socket is
+  // shut; the next tick connects again instead of failing on it.
+  if (cut) conn_.reset();
+  return s;
+}
+
+Status Renewer::RenewOn(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
+                        std::vector<Outcome>* outcomes, std::vector<Clock::time_point>* until) {
+  Status s;
   const RenewSql& sql = client_->sql().renew;
   Counters& counters = client_->counters();
   for (size_t start = 0; start < items.size(); start += kMaxBatch) {
@@ -122,12 +192,22 @@ Status Renewer::RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock
     counters.renew_statements.fetch_add(1);
     if (!s.ok()) return s;
     counters.renewals.fetch_add(r.affected);
+    const Clock::time_point renewed_until = *sent + LeaseSpan(ttl_ms);
     if (r.affected == n) {
-      for (size_t i = 0; i < n; ++i) (*outcomes)[start + i] = Outcome::kRenewed;
+      for (size_t i = 0; i < n; ++i) {
+        (*outcomes)[start + i] = Outcome::kRenewed;
+        (*until)[start + i] = renewed_until;
+      }
       continue;
     }
     // Some were not renewed: find out exactly which (a second statement only
-    // when a lease was lost). A renewed row is ours with time left.
+    // when a lease was lost). A row that is ours with time left is held, but
+    // not necessarily by this statement's extension: another statement of
+    // ours may have set its expiry (a renewal the cutter gave up on, run by
+    // the server later with its own older NOW()). So its deadline is what
+    // the server says is left, counted from this check's send (and never
+    // past what this batch's send gives), the 0.1% margin taken off.
+    const Clock::time_point check_sent = Clock::now();
     s = conn_->Exec(sql.check[log2], keys_owners, &r);
     counters.renew_statements.fetch_add(1);
     if (!s.ok()) return s;
@@ -137,7 +217,13 @@ Status Renewer::RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock
     }
     for (size_t i = 0; i < n; ++i) {
       auto it = left.find(items[start + i].owner);
-      (*outcomes)[start + i] = it != left.end() && it->second > 0 ? Outcome::kRenewed : Outcome::kLost;
+      if (it != left.end() && it->second > 0) {
+        (*outcomes)[start + i] = Outcome::kRenewed;
+        (*until)[start + i] = std::min(
+            renewed_until, check_sent + std::chrono::microseconds(it->second - it->second / 1000));
+      } else {
+        (*outcomes)[start + i] = Outcome::kLost;
+      }
     }
   }
   return Status::OK();
@@ -195,8 +281,8 @@ void Renewer::Lost(RenewedLease* lock, const std::string& why) {
   entries_.erase(lock);
 }
 
-void Renewer::Apply(int64_t ttl, const std::vector<Item>& items, const Status& s,
-                    Clock::time_point sent, const std::vector<Outcome>& outcomes) {
+void Renewer::Apply(const std::vector<Item>& items, const Status& s, Clock::time_point sent,
+                    const std::vector<Outcome>& outcomes, const std::vector<Clock::time_point>& until) {
   for (size_t i = 0; i < items.size(); ++i) {
     const Item& it = items[i];
     auto e = entries_.find(it.lock);
@@ -204,7 +290,7 @@ void Renewer::Apply(int64_t ttl, const std::vector<Item>& items, const Status& s
     Entry& en = e->second;
     if (outcomes[i] == Outcome::kRenewed) {
       en.last_sent = sent;
-      en.deadline = sent + LeaseSpan(ttl);
+      en.deadline = until[i];
       en.failures = 0;
       en.retry_at = {};
       it.lock->OnRenewed(it.owner, en.deadline);
@@ -265,13 +351,15 @@ void Renewer::Run() {
     client_->counters().renew_ticks.fetch_add(1);
     for (auto& kv : batches) {
       std::vector<Outcome> outcomes;
-      Clock::time_point sent;
+      std::vector<Clock::time_point> until;
+      Clock::time_point sent = Clock::now();
       g.Unlock();  // no lock held during I/O: Remove() and Add() stay quick
-      Status s = RenewBatch(kv.first, kv.second, &sent, &outcomes);
+      Status s = RenewBatch(kv.first, kv.second, &sent, &outcomes, &until);
       g.Lock();
-      Apply(kv.first, kv.second, s, sent, outcomes);
+      Apply(kv.second, s, sent, outcomes, until);
     }
   }
+  cut_cv_.notify_all();  // stop_: the cutter ends too
   g.Unlock();
   conn_.reset();
   mysql_thread_end();

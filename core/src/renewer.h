@@ -76,13 +76,29 @@ class Renewer {
   // A lease is lost: counted, reported, the lock told, forgotten.
   void Lost(RenewedLease* lock, const std::string& why) REQUIRES(mu_);
   // What a batch's statement said, applied to the entries still there.
-  void Apply(int64_t ttl, const std::vector<Item>& items, const Status& s, Clock::time_point sent,
-             const std::vector<Outcome>& outcomes) REQUIRES(mu_);
+  // until[i]: the deadline of a renewed lease (its hold ends there by our
+  // clock, never after the server's expiry).
+  void Apply(const std::vector<Item>& items, const Status& s, Clock::time_point sent,
+             const std::vector<Outcome>& outcomes, const std::vector<Clock::time_point>& until)
+      REQUIRES(mu_);
   // Renews items (all with the same ttl) in as few statements as possible.
   // Fills outcomes[i]; returns the status of the failure, if any. Runs on
   // the renewer's thread without mu_: I/O never blocks Add() and Remove().
+  // until[i]: a renewed lease's new deadline. The attempt is given up
+  // (the cutter aborts the connection; see Cutter) when the server has not
+  // answered a renew interval (at least 1 s) after it was sent.
   Status RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
-                    std::vector<Outcome>* outcomes) EXCLUDES(mu_);
+                    std::vector<Outcome>* outcomes, std::vector<Clock::time_point>* until)
+      EXCLUDES(mu_);
+  // The cutter's thread: aborts the connection of a renewal attempt that
+  // runs past its cut_at_. A stalled or hung node would otherwise hold the
+  // renewer for the whole read timeout (30 s by default), longer than a
+  // lease's ttl, while the other nodes of a multi-host URL could renew it.
+  void Cutter() EXCLUDES(mu_);
+  // RenewBatch's statements on conn_.
+  Status RenewOn(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
+                 std::vector<Outcome>* outcomes, std::vector<Clock::time_point>* until)
+      EXCLUDES(mu_);
   Status EnsureConn() EXCLUDES(mu_);
 
   ClientImpl* const client_;
@@ -91,6 +107,14 @@ class Renewer {
   std::map<RenewedLease*, Entry> entries_ GUARDED_BY(mu_);
   bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_ GUARDED_BY(mu_);  // started by the first Add()
+  std::thread cutter_ GUARDED_BY(mu_);  // started with thread_
+  std::condition_variable_any cut_cv_;  // waits on mu_: an attempt started, or stop
+  // The connection of the attempt in flight (null between attempts) and
+  // when to cut it; cut_: it was cut. Set and cleared by the renewer's
+  // thread; the connection is never closed while it is set here.
+  Conn* inflight_ GUARDED_BY(mu_) = nullptr;
+  Clock::time_point cut_at_ GUARDED_BY(mu_);
+  bool cut_ GUARDED_BY(mu_) = false;
   // Connecting ahead of the first tick failed (Run); Add() tries again.
   bool preconnect_failed_ GUARDED_BY(mu_) = false;
   // The renewer's own connection, never starved by the pool. Touched only by

@@ -436,6 +436,63 @@ TEST_CASE("lease: the holder's deadline comes before the server's: from the send
   DT_CHECK_CODE(w->Release(), Code::kOk);
 }
 
+// A renewal the watchdog's cutter gave up on may still run on the server
+// later, with its own (older) NOW(): then a later renewal can find the row
+// ours with time left that it did not extend itself (its UPDATE counts 0
+// rows), and the watchdog must not count that lease from its own send. A
+// trigger stands in for that interleaving: it keeps the lease's expiry as
+// it is on every renewal, so each batch finds the row ours, live, not
+// extended. The holder's deadline must stay within what the server says is
+// left, and the lease is lost when the server's expiry comes, not later.
+TEST_CASE("lease: a watchdog renewal that did not extend the row never moves the deadline past the server's") {
+  Admin admin;
+  auto c = OpenClient();
+  const std::string key = kPrefix + "unextended";
+  const std::string trigger = "dlock_test_" + std::to_string(getpid()) + "_keep_expiry";
+  admin.Exec("DROP TRIGGER IF EXISTS " + trigger);
+  admin.Exec("CREATE TRIGGER " + trigger +
+             " BEFORE UPDATE ON distributed_lock FOR EACH ROW"
+             " IF NEW.lock_key = " + Lit(key) + " AND NEW.owner = OLD.owner AND NEW.owner <> ''"
+             " THEN SET NEW.expire_time = OLD.expire_time; END IF");
+  struct DropTrigger {
+    Admin& a;
+    std::string name;
+    ~DropTrigger() { a.TryExec("DROP TRIGGER IF EXISTS " + name); }
+  } drop{admin, trigger};
+
+  dlock::Config cfg = LockConfig("lease", 3000);
+  REQUIRE(cfg.Set("auto_renew", "1").ok());
+  std::unique_ptr<dlock::Lock> w;
+  REQUIRE(dlock::Lock::Open(c, key, cfg, &w).ok());
+  DT_REQUIRE_CODE(w->Try(0), Code::kOk);
+  const int64_t db_expiry = DbNowUs(admin) + DbRemainingUs(admin, key);
+  // The server's expiry stays where the acquire put it (the trigger), so
+  // ours, read after the server's, must be below it at every read.
+  int checks = 0;
+  while (w->state() == LockState::kHeld) {
+    const int64_t db_us = DbRemainingUs(admin, key);
+    const int64_t ours_ms = w->remaining_ms();
+    INFO("check " << checks << ": ours " << ours_ms << " ms, the server's " << db_us << " us");
+    REQUIRE(ours_ms * 1000 <= std::max<int64_t>(db_us, 0));
+    ++checks;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // Lost when the server's expiry came (the renewals found the row ours,
+  // not renewed, until it ran out), not a renewal interval later.
+  const int64_t lost_at = DbNowUs(admin);
+  INFO(checks << " checks; lost " << (lost_at - db_expiry) << " us after the server's expiry");
+  CHECK(checks > 20);
+  CHECK(w->state() == LockState::kLost);
+  CHECK(lost_at >= db_expiry - 50000);
+  CHECK(lost_at <= db_expiry + 1000000);
+  // The watchdog did try (a batch and a check per tick: two statements at
+  // least, since a tick comes every second of the 3 s lease).
+  uint64_t statements = 0;
+  REQUIRE(c->Counter("renew_statements", &statements).ok());
+  CHECK(statements >= 4);
+  (void)w->Release();
+}
+
 TEST_CASE("lease: release after our own expiry (nobody took it) is kLost and frees the row") {
   Admin admin;
   auto c = OpenClient();

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -47,6 +49,27 @@ class Cluster:
 
     def kill(self, node: int) -> None:
         self.sh("kill", self.dir, str(node))
+
+    def pid(self, node: int) -> int:
+        return int((Path(self.dir) / f"node{node}" / "mariadbd.pid").read_text())
+
+    def freeze(self, node: int) -> int:
+        """SIGSTOP node N (the pid galera.sh recorded): a hung node, its
+        sockets open, nothing answered. Returns the pid."""
+        pid = self.pid(node)
+        os.kill(pid, signal.SIGSTOP)
+        return pid
+
+    def kill_frozen(self, pid: int, timeout: float = 30) -> None:
+        """SIGKILL a frozen node and wait (with a deadline) until it is gone
+        (reaped: galera.sh node-start takes a zombie for a running node)."""
+        os.kill(pid, signal.SIGKILL)
+        os.kill(pid, signal.SIGCONT)
+        end = time.monotonic() + timeout
+        while Path(f"/proc/{pid}").exists():
+            if time.monotonic() > end:
+                raise AssertionError(f"node pid {pid} still there {timeout} s after SIGKILL")
+            time.sleep(0.05)
 
     def node_start(self, node: int) -> None:
         self.sh("node-start", self.dir, str(node))

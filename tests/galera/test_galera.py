@@ -11,7 +11,7 @@ import os
 import subprocess
 import threading
 import time
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import pytest
 
@@ -200,12 +200,26 @@ def lease_row(cluster: Cluster, node: int, key: str) -> Tuple[bytes, int, float]
         c.close()
 
 
+def node_back(cluster: Cluster, node: int) -> None:
+    """A lock taken through node N alone: this process's record that N
+    failed (which puts N last in a multi-host URL's order for 30 s) ends with
+    a healthy connection to it, so the next test's holder is on it again."""
+    c = dlock.connect(cluster.url(node))
+    try:
+        lk = c.lock(f"galera:{RUN}:node-back", ttl=5)
+        assert lk.acquire(timeout=10), f"node {node} is back but gives no lock"
+        lk.release()
+    finally:
+        c.close()
+
+
 @pytest.fixture
 def node3_restarted(cluster: Cluster):
     """The test kills node 3; it is started again (and Synced) afterwards."""
     yield 3
     cluster.node_start(3)
     cluster.wait_size(1, 3)
+    node_back(cluster, 3)
 
 
 def test_holder_node_killed_single_url_loses_cleanly(cluster: Cluster, key: str,
@@ -266,6 +280,11 @@ def test_holder_node_killed_single_url_loses_cleanly(cluster: Cluster, key: str,
         contender.close()
 
 
+def seen(after: Optional[float]) -> str:
+    """When a poll first saw a renewal, for the figures printed."""
+    return "not by the polls" if after is None else f"+{after:.1f} s"
+
+
 def sessions_on(cluster: Cluster, node: int) -> int:
     """dlock's sessions on a node (pymysql's own is left out)."""
     c = cluster.connect(node, sync_wait=0)
@@ -278,30 +297,29 @@ def sessions_on(cluster: Cluster, node: int) -> int:
         c.close()
 
 
-@pytest.mark.skipif(
-    os.environ.get("DLOCK_GALERA_MULTI_KILL") != "1",
-    reason="failed once in six runs (the holder's renewals did not land within the 15 s ttl "
-           "after its node's death; no overlap, the lease was lost cleanly) and the cause is "
-           "not found yet: kept out of the test command until it is; "
-           "DLOCK_GALERA_MULTI_KILL=1 runs it")
 def test_holder_node_killed_multi_url_keeps_renewing(cluster: Cluster, key: str,
                                                      node3_restarted: int) -> None:
     """The holder's URL names node 3 first, then nodes 1 and 2. Node 3 is
     SIGKILLed while it holds: the watchdog renews through another node (the
     ~6 s write stall of the view change fits in a 15 s ttl), the lease is
     never lost, a contender on node 1 never gets it, and its expiry by the
-    cluster's clock moves past the kill + ttl."""
+    cluster's clock moves past the kill + ttl. (A renewal that gets no
+    answer is cut after ttl/3 and moved, so a node that is slow to die, or
+    hangs, cannot hold the watchdog for the 30 s read timeout: see the
+    frozen-node test below.)"""
     ttl = 15.0
     holder = dlock.connect(cluster.multi_url([3, 1, 2], connect_timeout=2), log_events=False)
     contender = dlock.connect(cluster.url(1))
     try:
         h = holder.lock(key, ttl=ttl)
         assert h.acquire(timeout=5)
+        acquired_at = time.time()
         token = h.token
         assert sessions_on(cluster, 3) >= 1, "the holder is not on node 3, its URL's first"
         cluster.kill(3)
         killed_at = time.time()
         renewed = holder.counters()["renewals"]
+        first_renewal = None  # seconds after the kill (polled every 0.5 s)
         # Past the lease the holder had at the kill: still ours, renewed elsewhere.
         contender_tries = 0
         end = time.monotonic() + ttl + 3
@@ -316,14 +334,93 @@ def test_holder_node_killed_multi_url_keeps_renewing(cluster: Cluster, key: str,
                                      f"(+{time.time() - killed_at:.2f}s); holder: {why()}")
             contender_tries += 1
             assert not h.lost, f"the holder lost its lease; holder: {why()}"
+            if first_renewal is None and holder.counters()["renewals"] > renewed:
+                first_renewal = time.time() - killed_at
             time.sleep(0.5)
         owner, fence, expires = lease_row(cluster, 1, key)
         assert owner == h.owner.encode() and fence == token
         assert expires > killed_at + ttl, "the lease was not renewed after the kill"
         assert holder.counters()["renewals"] > renewed
         assert h.state == "held"
-        print(f"\nnode 3 killed: lease renewed through another node, expires "
+        print(f"\nnode 3 killed {killed_at - acquired_at:.1f} s after the acquire: first renewal "
+              f"through another node seen {seen(first_renewal)}; lease expires "
               f"{expires - killed_at:.1f} s after the kill; {contender_tries} contender attempts refused")
+        h.release()
+        c = contender.lock(key, ttl=30)
+        assert c.acquire(timeout=5)
+        assert c.token == token + 1
+        c.release()
+    finally:
+        holder.close()
+        contender.close()
+
+
+@pytest.fixture
+def node3_thawed(cluster: Cluster):
+    """The test freezes node 3 (SIGSTOP) and records its pid here; it is
+    killed, started again and Synced afterwards."""
+    frozen: List[int] = []
+    yield frozen
+    for pid in frozen:
+        cluster.kill_frozen(pid)
+    cluster.node_start(3)
+    cluster.wait_size(1, 3)
+    node_back(cluster, 3)
+
+
+def test_holder_node_frozen_multi_url_keeps_renewing(cluster: Cluster, key: str,
+                                                    node3_thawed: List[int]) -> None:
+    """The holder's URL names node 3 first; its watchdog renews there. Node 3
+    is frozen (SIGSTOP: sockets open, nothing answered, as a hung server):
+    the renewal in flight there is cut after a renew interval (ttl/3), not
+    after the 30 s read timeout, and retried on nodes 1/2, which evicted
+    node 3 after the ~6 s stall. The lease is never lost and a contender on
+    node 1 never gets it."""
+    ttl = 15.0
+    holder = dlock.connect(cluster.multi_url([3, 1, 2], connect_timeout=2), log_events=False)
+    contender = dlock.connect(cluster.url(1))
+    try:
+        h = holder.lock(key, ttl=ttl)
+        assert h.acquire(timeout=5)
+        token = h.token
+        # The watchdog's first renewal opens its connection: on node 3.
+        wait_for(lambda: holder.counters()["renewals"] >= 1, ttl, "the first renewal")
+        before = sessions_on(cluster, 3)
+        assert before >= 2, f"the holder's sessions are not on node 3 ({before})"
+        node3_thawed.append(cluster.freeze(3))
+        frozen_at = time.time()
+        renewed = holder.counters()["renewals"]
+        first_renewal = None  # seconds after the freeze (polled every 0.5 s)
+        end = time.monotonic() + ttl + 3
+        tries = 0
+
+        def why() -> str:
+            return "; ".join(f"{ev.type.name} +{ev.time - frozen_at:.2f}s: {ev.message}"
+                             for ev in holder.events(timeout=0.1))
+
+        while time.monotonic() < end:
+            c = contender.lock(key, ttl=30)
+            if c.acquire(blocking=False):
+                raise AssertionError(f"the contender took a renewed lease "
+                                     f"(+{time.time() - frozen_at:.2f}s); holder: {why()}")
+            tries += 1
+            assert not h.lost, f"the holder lost its lease; holder: {why()}"
+            if first_renewal is None and holder.counters()["renewals"] > renewed:
+                first_renewal = time.time() - frozen_at
+            time.sleep(0.5)
+        owner, fence, expires = lease_row(cluster, 1, key)
+        assert owner == h.owner.encode() and fence == token
+        assert expires > frozen_at + ttl, "the lease was not renewed after the freeze"
+        assert holder.counters()["renewals"] > renewed
+        events = why()
+        assert "RENEW_RETRY" in events and f":{cluster.port(3)}/" in events and "no answer" in events, events
+        print(f"\nnode 3 frozen: renewal cut and moved, first renewal elsewhere seen "
+              f"{seen(first_renewal)}, lease expires {expires - frozen_at:.1f} s "
+              f"after the freeze; {tries} contender attempts refused; {events}")
+        # The release goes through the pool, whose idle connection is on the
+        # frozen node: a statement there waits the read timeout (30 s). Once
+        # the node is dead, it goes to node 1.
+        cluster.kill_frozen(node3_thawed.pop())
         h.release()
         c = contender.lock(key, ttl=30)
         assert c.acquire(timeout=5)
