@@ -180,6 +180,14 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *                     auto: the releasing holder wakes them through a
  *                     server-side GET_LOCK name, never used on Galera; poll:
  *                     they only poll)
+ *     fair            waiters are served in arrival order: a holder that
+ *                     releases and asks again queues behind them: 0|1
+ *                     (default 1; since 1.4). Threads of one client that
+ *                     wait for a key queue in arrival order and a release
+ *                     hands the key to the longest waiter; across clients
+ *                     the server's wake-up queue orders them. 0: whoever
+ *                     asks first after a release may take it (a thread that
+ *                     releases and at once asks again usually does)
  */
 DLOCK_EXPORT int dlock_config_set(dlock_config *cfg, const char *key,
                                   const char *value, dlock_error *err);
