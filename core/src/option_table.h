@@ -72,7 +72,6 @@
   X(wakeup, wakeup, Wakeup, Words, 0, 0, kWakeupWords, Wakeup::kAuto,                         \
     "how waiters learn of a release")                                                         \
   X(fair, fair, bool, Bool, 0, 0, nullptr, true,                                              \
-    "waiters are served in arrival order: a holder that releases and asks again queues "      \
-    "behind them")
+    "no barging within a client")
 
 #endif  // DLOCK_CORE_OPTION_TABLE_H_
