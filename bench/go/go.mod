@@ -2,6 +2,6 @@ module dlockbench
 
 go 1.21
 
-require github.com/dlock/dlock-go v0.0.0
+require github.com/dlock/dlock v0.0.0
 
-replace github.com/dlock/dlock-go => ../../bindings/go
+replace github.com/dlock/dlock => ../..

@@ -22,7 +22,7 @@ import (
 	"sync"
 	"time"
 
-	dlock "github.com/dlock/dlock-go"
+	dlock "github.com/dlock/dlock/bindings/go"
 )
 
 type rec struct {
