@@ -12,6 +12,8 @@
 # build's venv if scripts/test.sh made one, else python3; a build configured
 # with -DDLOCK_BUILD_PYTHON=ON provides the package in <build>/python).
 # DLOCK_URL: use this server instead of starting a throwaway one.
+# DLOCK_BENCH_LANGS: the sections to run, e.g. "java,cli" (default: c,python,
+# go,java,cli, all of them).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build
@@ -21,7 +23,7 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=$2; shift ;;
     --procs) procs=$2; shift ;;
     --threads) threads=$2; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) build=$(cd "$1" && pwd) ;;
   esac
   shift
@@ -47,10 +49,15 @@ echo "== dlock benchmark, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "== machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== server: $("$root/scripts/db.sh" sql "$dbdir" -N -e 'SELECT VERSION()' 2>/dev/null || echo "$url")"
 common=(--seconds "$seconds" --procs "$procs" --threads "$threads")
+langs=",${DLOCK_BENCH_LANGS:-c,python,go,java,cli},"
+want() { [[ "$langs" == *",$1,"* ]]; }
 
-echo; echo "== C (the C API)"
-"$build/bench/dlock_bench" "$url" "${common[@]}"
+if want c; then
+  echo; echo "== C (the C API)"
+  "$build/bench/dlock_bench" "$url" "${common[@]}"
+fi
 
+if want python; then
 echo; echo "== Python"
 py=${DLOCK_PYTHON:-}
 [ -z "$py" ] && [ -x "$build/venv/bin/python" ] && py=$build/venv/bin/python
@@ -63,7 +70,9 @@ if "$py" -c 'import dlock' 2>/dev/null; then
 else
   echo "  skipped: $py has no dlock package (pip install . or DLOCK_PYTHON=...)"
 fi
+fi
 
+if want go; then
 echo; echo "== Go"
 command -v go >/dev/null 2>&1 || export PATH="$PATH:/usr/local/go/bin"
 if command -v go >/dev/null 2>&1; then
@@ -79,21 +88,23 @@ if command -v go >/dev/null 2>&1; then
 else
   echo "  skipped: no Go toolchain"
 fi
+fi
 
+if want java; then
 echo; echo "== Java"
 if command -v mvn >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; then
   [ -d "${prefix:-}" ] || { prefix=$tmp/prefix; cmake --install "$build" --prefix "$prefix" >/dev/null; }
   libdir=$(cd "$(dirname "$(find "$prefix" -name dlock.pc | head -n1)")/.." && pwd)
-  # The binding is built in a copy (mvn writes target/ next to its pom; its
-  # JNI build reads the SWIG interface beside it).
-  mkdir -p "$tmp/bindings"
-  cp -r "$root/bindings/java" "$root/bindings/swig" "$tmp/bindings/"
-  if (cd "$tmp/bindings/java" && mvn -B -q -ntp -o -Ddlock.prefix="$prefix" -DskipTests package >"$tmp/mvn.log" 2>&1 ||
-        mvn -B -q -ntp -Ddlock.prefix="$prefix" -DskipTests package >"$tmp/mvn.log" 2>&1); then
-    jt=$tmp/bindings/java/target
+  # The binding is built in a copy of the sources (mvn writes target/ next to
+  # its pom, and its JNI build configures the repository's CMake project).
+  mkdir -p "$tmp/src"
+  (cd "$root" && git ls-files -z | xargs -0 tar cf - 2>/dev/null) | tar xf - -C "$tmp/src"
+  if (cd "$tmp/src/bindings/java" && mvn -B -q -ntp -o -Ddlock.build.dir="$tmp/jni" -DskipTests package >"$tmp/mvn.log" 2>&1 ||
+        mvn -B -q -ntp -Ddlock.build.dir="$tmp/jni" -DskipTests package >"$tmp/mvn.log" 2>&1); then
+    jt=$tmp/src/bindings/java/target
     javac -d "$tmp/javabench" -cp "$jt/classes" "$root/bench/java/ContendBench.java"
     LD_LIBRARY_PATH="$libdir" java -cp "$jt/classes:$tmp/javabench" \
-      -Ddlock.jni.path="$(find "$jt" -name 'libdlock_jni.so' | head -n1)" \
+      -Ddlock.jni.path="$(find "$jt" "$tmp/jni" -name 'libdlock_jni*.so' | head -n1)" \
       --enable-native-access=ALL-UNNAMED ContendBench "$url" "$procs" "$threads" "$seconds"
   else
     echo "  skipped: the Java binding did not build (mvn package):"; tail -5 "$tmp/mvn.log" | sed 's/^/    /'
@@ -101,7 +112,9 @@ if command -v mvn >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; then
 else
   echo "  skipped: no mvn/javac"
 fi
+fi
 
+want cli || exit 0
 echo; echo "== the dlock command, start to exit (median of 21; the mariadb client's SELECT 1 for reference)"
 dl=$build/cli/dlock
 export DLOCK_URL=$url
