@@ -118,7 +118,17 @@ int ExitFor(const Status& s) {
   }
 }
 
-int CmdList(const std::string& url, const std::string& prefix, bool json) {
+namespace {
+
+// "server 2 of 3 (mysql://app@db2:3306/app)": no password.
+std::string ServerTitle(const std::string& url, size_t i, size_t n) {
+  std::string shown;
+  if (!dlock::UrlWithoutPassword(url, &shown).ok()) shown = "?";
+  return "server " + std::to_string(i + 1) + " of " + std::to_string(n) + " (" + shown + ")";
+}
+
+int ListOne(const std::string& url, const std::string& prefix, bool json, nlohmann::json* all,
+            const std::string& server) {
   std::unique_ptr<dlock::Admin> admin;
   if (int rc = OpenAdmin(url, &admin); rc >= 0) return rc;
   std::vector<dlock::LeaseInfo> leases;
@@ -127,9 +137,11 @@ int CmdList(const std::string& url, const std::string& prefix, bool json) {
   if (!s.ok()) return Fail(kExitUnavailable, s.message());
   if (!table_exists) Say("table " + admin->lease_table() + " does not exist yet (dlock init creates it)");
   if (json) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& l : leases) out.push_back(LeaseJson(l));
-    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    for (const auto& l : leases) {
+      nlohmann::json one = LeaseJson(l);
+      if (!server.empty()) one["server"] = server;
+      all->push_back(std::move(one));
+    }
     return kExitOk;
   }
   if (leases.empty()) {
@@ -148,16 +160,43 @@ int CmdList(const std::string& url, const std::string& prefix, bool json) {
                   static_cast<unsigned long long>(l.token), FormatDuration(l.held_for_us / 1000).c_str(),
                   FormatDuration(l.expires_in_us / 1000).c_str());
   }
-  std::printf("(row locks are not listed: see dlock list --help)\n");
   return kExitOk;
 }
 
-int CmdRelease(const std::string& url, const std::string& key) {
+}  // namespace
+
+// A URL naming several servers: each server's leases in turn (a section per
+// server; in JSON one array, each lease with its "server").
+int CmdList(const std::string& url, const std::string& prefix, bool json) {
+  const std::vector<std::string> servers = dlock::SplitServerUrls(url);
+  std::vector<std::string> ids;
+  if (servers.size() > 1) {
+    Status s = dlock::ServerIds(url, dlock::Config(), &ids);
+    if (!s.ok()) return Fail(kExitUsage, s.message());
+  }
+  nlohmann::json all = nlohmann::json::array();
+  for (size_t i = 0; i < servers.size(); ++i) {
+    if (servers.size() > 1 && !json) std::printf("%s== %s\n", i == 0 ? "" : "\n", ServerTitle(servers[i], i, servers.size()).c_str());
+    if (int rc = ListOne(servers[i], prefix, json, &all, servers.size() > 1 ? ids[i] : "");
+        rc != kExitOk)
+      return rc;
+  }
+  if (json)
+    std::printf("%s\n", all.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  else
+    std::printf("(row locks are not listed: see dlock list --help)\n");
+  return kExitOk;
+}
+
+int CmdRelease(const std::string& url_in, const std::string& key) {
+  std::string url;  // the key's server, with a URL naming several
+  Status s = dlock::KeyServerUrl(url_in, key, &url);
+  if (!s.ok()) return Fail(kExitUsage, s.message());
   std::unique_ptr<dlock::Admin> admin;
   if (int rc = OpenAdmin(url, &admin); rc >= 0) return rc;
   dlock::LeaseInfo l;
   bool was_held = false;
-  Status s = admin->Revoke(key, &l, &was_held);
+  s = admin->Revoke(key, &l, &was_held);
   if (s.code() == dlock::Code::kInvalid) return Fail(kExitUsage, s.message());
   if (!s.ok()) return Fail(kExitUnavailable, s.message());
   if (!was_held) {
@@ -176,23 +215,35 @@ int CmdRelease(const std::string& url, const std::string& key) {
   return kExitOk;
 }
 
+// A URL naming several servers: every server's schema, in turn; the first
+// failure ends it (the servers before it are done, which is idempotent).
 int CmdInit(const std::string& url, bool print_sql) {
-  if (print_sql) {
-    dlock::SchemaSql sql;
-    Status s = dlock::DescribeSchema(url, &sql);
-    if (!s.ok()) return Fail(kExitUnavailable, s.message());
-    std::printf("-- dlock schema (tables %s, %s, %s); run as a user with CREATE, then grant\n"
-                "-- SELECT, INSERT, UPDATE, DELETE on them to the application's user.\n",
-                sql.lease_table.c_str(), sql.fence_table.c_str(), sql.row_table.c_str());
-    for (const auto& st : sql.statements) std::printf("%s;\n", st.c_str());
-    return kExitOk;
+  const std::vector<std::string> servers = dlock::SplitServerUrls(url);
+  if (servers.size() > 1) {
+    std::vector<std::string> ids;
+    Status s = dlock::ServerIds(url, dlock::Config(), &ids);
+    if (!s.ok()) return Fail(kExitUsage, s.message());
   }
-  std::unique_ptr<dlock::Admin> admin;
-  if (int rc = OpenAdmin(url, &admin); rc >= 0) return rc;
-  Status s = admin->CreateSchema();
-  if (!s.ok()) return Fail(kExitUnavailable, s.message());
-  std::printf("schema ready on %s: tables %s, %s_fence, %s\n", admin->where().c_str(),
-              admin->lease_table().c_str(), admin->lease_table().c_str(), admin->row_table().c_str());
+  for (size_t i = 0; i < servers.size(); ++i) {
+    if (servers.size() > 1 && print_sql)
+      std::printf("-- %s\n", ServerTitle(servers[i], i, servers.size()).c_str());
+    if (print_sql) {
+      dlock::SchemaSql sql;
+      Status s = dlock::DescribeSchema(servers[i], &sql);
+      if (!s.ok()) return Fail(kExitUnavailable, s.message());
+      std::printf("-- dlock schema (tables %s, %s, %s); run as a user with CREATE, then grant\n"
+                  "-- SELECT, INSERT, UPDATE, DELETE on them to the application's user.\n",
+                  sql.lease_table.c_str(), sql.fence_table.c_str(), sql.row_table.c_str());
+      for (const auto& st : sql.statements) std::printf("%s;\n", st.c_str());
+      continue;
+    }
+    std::unique_ptr<dlock::Admin> admin;
+    if (int rc = OpenAdmin(servers[i], &admin); rc >= 0) return rc;
+    Status s = admin->CreateSchema();
+    if (!s.ok()) return Fail(kExitUnavailable, s.message());
+    std::printf("schema ready on %s: tables %s, %s_fence, %s\n", admin->where().c_str(),
+                admin->lease_table().c_str(), admin->lease_table().c_str(), admin->row_table().c_str());
+  }
   return kExitOk;
 }
 

@@ -156,7 +156,9 @@ void CheckSize(dlock::Admin& admin, Report* rep) {
 
 }  // namespace
 
-int CmdDoctor(const std::string& url) {
+namespace {
+
+int DoctorOne(const std::string& url) {
   Report rep;
   std::unique_ptr<dlock::Admin> admin;
   dlock::Status s = dlock::Admin::Open(url, &admin);
@@ -178,6 +180,32 @@ int CmdDoctor(const std::string& url) {
   CheckClock(*admin, &rep);
   if (lease_ok) CheckSize(*admin, &rep);
   return rep.exit_code();
+}
+
+}  // namespace
+
+// A URL naming several servers: the list itself (each server once), then
+// every server's checks under its own heading; failed if any failed.
+int CmdDoctor(const std::string& url) {
+  const std::vector<std::string> servers = dlock::SplitServerUrls(url);
+  if (servers.size() == 1) return DoctorOne(url);
+  Report rep;
+  std::vector<std::string> ids;
+  dlock::Status s = dlock::ServerIds(url, dlock::Config(), &ids);
+  if (!s.ok()) {
+    rep.Failed("servers", s.message() + ": fix --url / DLOCK_URL");
+    return rep.exit_code();
+  }
+  rep.Ok("servers", std::to_string(servers.size()) +
+                        " independent servers, each key on one (rendezvous hash of the server's "
+                        "identity and the key): every client must list the same servers (in any "
+                        "order), or a key may be held on two at once");
+  int rc = rep.exit_code();
+  for (size_t i = 0; i < servers.size(); ++i) {
+    std::printf("\n== server %zu of %zu: %s\n", i + 1, servers.size(), Scrub(ids[i]).c_str());
+    if (DoctorOne(servers[i]) != kExitOk) rc = kExitFailed;
+  }
+  return rc;
 }
 
 }  // namespace dlock_cli

@@ -285,7 +285,7 @@ int main(int argc, char** argv) {
   app.fallthrough();
   app.footer(ExitCodeHelp());
   Options o;
-  app.add_option("--url", o.url, "database URL (default: $DLOCK_URL)")->envname("DLOCK_URL")->type_name("URL");
+  app.add_option("--url", o.url, "database URL (default: $DLOCK_URL); several independent servers: URLs joined by ';'")->envname("DLOCK_URL")->type_name("URL");
   const Commands c = AddCommands(app, &o);
 
   std::vector<std::string> own;

@@ -235,7 +235,9 @@ std::string BusyMessage(const RunArgs& a) {
   std::unique_ptr<dlock::Admin> admin;
   dlock::LeaseInfo l;
   bool held = false;
-  dlock::Status s = dlock::Admin::Open(a.url, &admin);
+  std::string url;  // the key's server, with a URL naming several
+  dlock::Status s = dlock::KeyServerUrl(a.url, a.key, &url);
+  if (s.ok()) s = dlock::Admin::Open(url, &admin);
   if (s.ok()) s = admin->GetLease(a.key, &l, &held);
   if (!s.ok() || l.key.empty()) return msg;  // freed meanwhile, or not readable: the plain line
   const std::string in = FormatDuration(l.expires_in_us / 1000);

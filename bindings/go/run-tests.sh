@@ -31,9 +31,10 @@ root=$(cd "$here/../.." && pwd)
 command -v go >/dev/null 2>&1 || { echo "run-tests.sh: Go not found (PATH or /usr/local/go/bin)" >&2; exit 1; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dlock-go.XXXXXX")
-dbdir=""
+dbdir="" dbdir2=""
 cleanup() {
   [ -n "$dbdir" ] && "$root/scripts/db.sh" destroy "$dbdir" >/dev/null 2>&1 || true
+  [ -n "$dbdir2" ] && "$root/scripts/db.sh" destroy "$dbdir2" >/dev/null 2>&1 || true
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -76,6 +77,14 @@ if [ -z "${DLOCK_URL:-}" ]; then
   echo "go-tests: throwaway MariaDB at $DLOCK_URL"
 fi
 export DLOCK_URL
+# A second server for the several-servers test (servers_test.go; ~3 s), unless
+# DLOCK_URL named the first (then DLOCK_URL2 may name a second).
+if [ -z "${DLOCK_URL2:-}" ] && [ -n "$dbdir" ]; then
+  dbdir2="$tmp/db2"
+  DLOCK_URL2=$("$root/scripts/db.sh" start "$dbdir2")
+  echo "go-tests: second throwaway MariaDB at $DLOCK_URL2"
+fi
+[ -n "${DLOCK_URL2:-}" ] && export DLOCK_URL2
 
 # ---- the tests ------------------------------------------------------------------
 # -v for the per-test lines; the full log is printed only if something failed.

@@ -43,9 +43,10 @@ if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dlock-java.XXXXXX")
-dbdir=""
+dbdir="" dbdir2=""
 cleanup() {
   [ -n "$dbdir" ] && "$root/scripts/db.sh" destroy "$dbdir" >/dev/null 2>&1 || true
+  [ -n "$dbdir2" ] && "$root/scripts/db.sh" destroy "$dbdir2" >/dev/null 2>&1 || true
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -71,6 +72,13 @@ if [ -z "${DLOCK_URL:-}" ]; then
   DLOCK_URL=$("$root/scripts/db.sh" start "$dbdir" | tail -n1)
 fi
 export DLOCK_URL
+# A second server for ServersTest (~3 s), unless DLOCK_URL named the first
+# (then DLOCK_URL2 may name a second).
+if [ -z "${DLOCK_URL2:-}" ] && [ -n "$dbdir" ]; then
+  dbdir2="$tmp/db2"
+  DLOCK_URL2=$("$root/scripts/db.sh" start "$dbdir2" | tail -n1)
+fi
+[ -n "${DLOCK_URL2:-}" ] && export DLOCK_URL2
 status=0
 failed=()
 

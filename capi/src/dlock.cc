@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -313,6 +314,31 @@ int dlock_client_cleanup(dlock_client* client, uint64_t* out_deleted, dlock_erro
 int dlock_client_init_schema(dlock_client* client, dlock_error* err) {
   if (client == nullptr) return Null(err, "client");
   return Guard(err, [&] { return Report(client->client->EnsureSchema(), err); });
+}
+
+size_t dlock_client_server_count(const dlock_client* client) {
+  return client == nullptr ? 0 : client->client->server_count();
+}
+
+int dlock_client_server_of(const dlock_client* client, const char* key, size_t key_len,
+                           size_t* out_index, char* id_buf, size_t id_buf_size, dlock_error* err) {
+  if (client == nullptr) return Null(err, "client");
+  if (key == nullptr) return Null(err, "key");
+  if (out_index == nullptr) return Null(err, "out_index");
+  return Guard(err, [&] {
+    const std::string k(key, key_len);
+    size_t i = 0;
+    dlock::Status s = client->client->ServerOf(k, &i);
+    if (!s.ok()) return Report(s, err);
+    *out_index = i;
+    if (id_buf != nullptr && id_buf_size > 0) {
+      const std::string& id = client->client->server_id(i);
+      const size_t n = std::min(id.size(), id_buf_size - 1);
+      memcpy(id_buf, id.data(), n);
+      id_buf[n] = '\0';
+    }
+    return Fill(err, DLOCK_OK, 0, "");
+  });
 }
 
 int dlock_state(const dlock_lock* lock) {

@@ -29,16 +29,19 @@ std::string HostName() {
 
 }  // namespace
 
-ClientImpl::ClientImpl(ClientOptions opts, LockOptions lock_defaults)
+ClientImpl::ClientImpl(ClientOptions opts, LockOptions lock_defaults,
+                       std::shared_ptr<Events> events)
     : opts_(std::move(opts)),
       lock_defaults_(lock_defaults),
       pool_(opts_),
       pid_(getpid()),
       host_(HostName()),
-      events_(static_cast<size_t>(opts_.events)),
+      events_(events ? std::move(events)
+                     : std::make_shared<Events>(static_cast<size_t>(opts_.events))),
       renewer_(this) {}
 
-Status ClientImpl::Open(const std::string& url, const Config& cfg, std::unique_ptr<ClientImpl>* out) {
+Status ClientImpl::Open(const std::string& url, const Config& cfg, std::unique_ptr<ClientImpl>* out,
+                        std::shared_ptr<Events> events) {
   ClientOptions opts;
   Status s = ParseUrl(url, &opts);
   if (!s.ok()) return s;
@@ -48,7 +51,7 @@ Status ClientImpl::Open(const std::string& url, const Config& cfg, std::unique_p
     else s = ApplyLockOption(kv.first, kv.second, &lock_defaults);
     if (!s.ok()) return s;
   }
-  std::unique_ptr<ClientImpl> c(new ClientImpl(std::move(opts), lock_defaults));
+  std::unique_ptr<ClientImpl> c(new ClientImpl(std::move(opts), lock_defaults, std::move(events)));
   {
     PooledConn conn;
     s = c->pool_.Get(Clock::now() + std::chrono::seconds(c->opts_.connect_timeout_s), &conn);

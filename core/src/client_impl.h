@@ -9,6 +9,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <string>
@@ -50,7 +51,10 @@ constexpr int64_t kGaleraMinTtlMs = 15000;
 constexpr int kGaleraMinReadTimeoutS = 10;
 class ClientImpl {
  public:
-  static Status Open(const std::string& url, const Config& cfg, std::unique_ptr<ClientImpl>* out);
+  // events: the queue to fill (a client over several servers shares one
+  // among them); nullptr = a queue of its own, of the events option's size.
+  static Status Open(const std::string& url, const Config& cfg, std::unique_ptr<ClientImpl>* out,
+                     std::shared_ptr<Events> events = nullptr);
   ~ClientImpl();
 
   const ClientOptions& options() const { return opts_; }
@@ -89,7 +93,7 @@ class ClientImpl {
   Status Cleanup(uint64_t* deleted, bool* ran);
 
   Counters& counters() { return counters_; }
-  void PushEvent(Event e) { events_.Push(std::move(e), &counters_.events_dropped); }
+  void PushEvent(Event e) { events_->Push(std::move(e), &counters_.events_dropped); }
   void Raise(EventType type, Severity severity, const std::string& key, const std::string& owner,
              uint64_t token, std::string message) {
     Event e;
@@ -101,7 +105,7 @@ class ClientImpl {
     e.message = std::move(message);
     PushEvent(std::move(e));
   }
-  bool PopEvent(Clock::time_point deadline, Event* out) { return events_.Pop(deadline, out); }
+  bool PopEvent(Clock::time_point deadline, Event* out) { return events_->Pop(deadline, out); }
   Renewer& renewer() { return renewer_; }
   // The lock objects of this client that share a hold (holder=thread,
   // reentrant), by identity (mode and key): shared_locks.h.
@@ -114,7 +118,7 @@ class ClientImpl {
   void CheckTtlForTopology(const LockOptions& lock, const std::string& key);
 
  private:
-  ClientImpl(ClientOptions opts, LockOptions lock_defaults);
+  ClientImpl(ClientOptions opts, LockOptions lock_defaults, std::shared_ptr<Events> events);
   Status InitSchema(Conn& conn);
 
   ClientOptions opts_;
@@ -129,7 +133,7 @@ class ClientImpl {
   Mutex rows_mu_;
   std::unordered_set<std::string> known_rows_ GUARDED_BY(rows_mu_);
   Counters counters_;
-  Events events_;
+  std::shared_ptr<Events> events_;
   WaitQueues waiters_;
   // Periodic cleanup (cleanup_interval_ms > 0).
   Mutex janitor_mu_;

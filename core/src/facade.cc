@@ -19,26 +19,72 @@ namespace dlock {
 
 Client::Client(std::unique_ptr<ClientImpl> impl) : impl_(std::move(impl)) {}
 
+Client::Client(std::vector<std::shared_ptr<Client>> servers, std::vector<std::string> ids,
+               std::shared_ptr<Events> events)
+    : servers_(std::move(servers)), ids_(std::move(ids)), events_(std::move(events)) {}
+
 Client::~Client() {
   // In a forked child the parent's threads are gone but their mutexes and
   // condition variables may look busy; destroying them can hang. Leak.
+  // (A client over several servers: each server's client does the same.)
   if (impl_ && getpid() != impl_->pid()) impl_.release();
 }
 
-Status Client::Open(const std::string& url, const Config& cfg, std::shared_ptr<Client>* out) {
+int Client::pid() const { return impl_ ? impl_->pid() : servers_.front()->pid(); }
+
+Status Client::OpenOne(const std::string& url, const Config& cfg, std::shared_ptr<Events> events,
+                       std::shared_ptr<Client>* out) {
   std::unique_ptr<ClientImpl> impl;
-  Status s = ClientImpl::Open(url, cfg, &impl);
+  Status s = ClientImpl::Open(url, cfg, &impl, std::move(events));
   if (!s.ok()) return s;
-  out->reset(new Client(std::move(impl)));
-  (*out)->impl_->StartJanitor();
+  std::shared_ptr<Client> c(new Client(std::move(impl)));
+  c->ids_.push_back(ServerIdentity(c->impl_->options()));
+  c->impl_->StartJanitor();
+  *out = std::move(c);
+  return Status::OK();
+}
+
+Status Client::Open(const std::string& url, const Config& cfg, std::shared_ptr<Client>* out) {
+  const std::vector<std::string> urls = SplitServerUrls(url);
+  if (urls.size() == 1) return OpenOne(url, cfg, nullptr, out);
+  // Several servers: every one is checked (parsed, identities distinct)
+  // before any is connected to, then each is opened as a client of its own,
+  // all filling one event queue (sized by the first server's options).
+  std::vector<std::string> ids;
+  Status s = ServerIds(url, cfg, &ids);
+  if (!s.ok()) return s;
+  ClientOptions first;
+  if (!(s = ParseServer(urls[0], cfg, &first)).ok()) return s;
+  auto events = std::make_shared<Events>(static_cast<size_t>(first.events));
+  std::vector<std::shared_ptr<Client>> servers;
+  for (size_t i = 0; i < urls.size(); ++i) {
+    std::shared_ptr<Client> one;
+    s = OpenOne(urls[i], cfg, events, &one);
+    if (!s.ok())
+      return Status(s.code(),
+                    "server " + std::to_string(i + 1) + " of " + std::to_string(urls.size()) +
+                        " (" + PrintableText(ids[i]) + "): " + s.message(),
+                    s.server_errno());
+    servers.push_back(std::move(one));
+  }
+  out->reset(new Client(std::move(servers), std::move(ids), std::move(events)));
+  return Status::OK();
+}
+
+Status Client::ServerOf(const std::string& key, size_t* index) const {
+  Status s = ValidateKey(key);
+  if (!s.ok()) return s;
+  *index = servers_.empty() ? 0 : RendezvousPick(ids_, key);
   return Status::OK();
 }
 
 Status Client::NextEvent(int64_t wait_ms, Event* out) {
-  if (getpid() != impl_->pid())
+  if (getpid() != pid())
     return Status(Code::kForked, "client was created in another process (fork)");
   if (wait_ms < 0) return Status::Invalid("wait_ms must be 0 or more, got " + std::to_string(wait_ms));
-  if (impl_->PopEvent(WaitDeadline(wait_ms), out)) return Status::OK();
+  const bool got = impl_ ? impl_->PopEvent(WaitDeadline(wait_ms), out)
+                         : events_->Pop(WaitDeadline(wait_ms), out);
+  if (got) return Status::OK();
   return Status(Code::kTimeout, "no event");
 }
 
@@ -53,6 +99,17 @@ const char* const kCounterNames[] = {
 const char* const* Client::CounterNames() { return kCounterNames; }
 
 Status Client::Counter(const std::string& name, uint64_t* out) const {
+  if (!impl_) {  // several servers: the sum of theirs
+    uint64_t sum = 0;
+    for (const auto& one : servers_) {
+      uint64_t v = 0;
+      Status s = one->Counter(name, &v);
+      if (!s.ok()) return s;
+      sum += v;
+    }
+    *out = sum;
+    return Status::OK();
+  }
   Counters& counters = impl_->counters();
   Pool& pool = impl_->pool();
 #define DLOCK_READ_COUNTER(counter, doc) \
@@ -72,17 +129,45 @@ Status Client::Counter(const std::string& name, uint64_t* out) const {
   return Status::Invalid("unknown counter '" + QuoteKey(name) + "'");
 }
 
+namespace {
+// A client-wide call on every server of a client over several: each runs
+// (one server's failure does not keep the others from their turn), and the
+// first error comes back naming its server.
+Status OnEveryServer(const std::vector<std::shared_ptr<Client>>& servers,
+                     const std::vector<std::string>& ids,
+                     const std::function<Status(Client&)>& call) {
+  Status first;
+  for (size_t i = 0; i < servers.size(); ++i) {
+    Status s = call(*servers[i]);
+    if (!s.ok() && first.ok())
+      first = Status(s.code(),
+                     "server " + std::to_string(i + 1) + " of " + std::to_string(servers.size()) +
+                         " (" + PrintableText(ids[i]) + "): " + s.message(),
+                     s.server_errno());
+  }
+  return first;
+}
+}  // namespace
+
 Status Client::Cleanup(uint64_t* deleted) {
   *deleted = 0;
-  if (getpid() != impl_->pid())
+  if (getpid() != pid())
     return Status(Code::kForked, "client was created in another process (fork)");
+  if (!impl_)
+    return OnEveryServer(servers_, ids_, [&](Client& one) {
+      uint64_t n = 0;
+      Status s = one.Cleanup(&n);
+      *deleted += n;
+      return s;
+    });
   bool ran = false;
   return impl_->Cleanup(deleted, &ran);
 }
 
 Status Client::EnsureSchema() {
-  if (getpid() != impl_->pid())
+  if (getpid() != pid())
     return Status(Code::kForked, "client was created in another process (fork)");
+  if (!impl_) return OnEveryServer(servers_, ids_, [](Client& one) { return one.EnsureSchema(); });
   return impl_->EnsureSchema();
 }
 
@@ -103,10 +188,13 @@ Lock::~Lock() {
 Status Lock::Open(std::shared_ptr<Client> client, const std::string& key, const Config& cfg,
                   std::unique_ptr<Lock>* out) {
   if (!client) return Status::Invalid("client is NULL");
-  if (getpid() != client->impl()->pid())
+  if (getpid() != client->pid())
     return Status(Code::kForked, "client was created in another process (fork)");
   Status s = ValidateKey(key);
   if (!s.ok()) return s;
+  // Several servers: the lock is one of its key's server's client; every
+  // call on it goes there and nowhere else.
+  if (!client->impl_) return Open(client->servers_[RendezvousPick(client->ids_, key)], key, cfg, out);
   LockOptions opts = client->impl()->lock_defaults();
   for (const auto& kv : cfg.values()) {
     if (!IsLockKey(kv.first))

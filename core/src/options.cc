@@ -1271,6 +1271,10 @@ bool HasScheme(const std::string& url) {
 
 Status ParseUrl(const std::string& url, ClientOptions* out) {
   if (url.find('\0') != std::string::npos) return Status::Invalid("URL contains a NUL byte");
+  if (const size_t n = SplitServerUrls(url).size(); n > 1)
+    return Status::Invalid("URL names " + std::to_string(n) +
+                           " servers (URLs joined by ';'): only a lock client spreads keys over "
+                           "several servers; here give one server's URL");
   ClientOptions o;
   Status s;
   if (StartsWith(url, "mysql://")) {
@@ -1307,6 +1311,19 @@ std::vector<std::string> DriverParamNames(bool jdbc) {
 
 Status UrlWithoutPasswordText(const std::string& url, std::string* out) {
   out->clear();
+  if (const std::vector<std::string> servers = SplitServerUrls(url); servers.size() > 1) {
+    std::string joined;
+    for (size_t i = 0; i < servers.size(); ++i) {
+      std::string one;
+      Status s = UrlWithoutPasswordText(servers[i], &one);
+      if (!s.ok())
+        return Status(s.code(), "server " + std::to_string(i + 1) + " of " +
+                                    std::to_string(servers.size()) + " in the URL: " + s.message());
+      joined += (i == 0 ? "" : ";") + one;
+    }
+    *out = std::move(joined);
+    return Status::OK();
+  }
   ClientOptions o;
   Status s = ParseUrl(url, &o);
   if (!s.ok()) return s;

@@ -97,7 +97,14 @@ const OptionInfo* FirstDifference(const LockOptions& a, const LockOptions& b, st
 // mariadb://), a go-sql-driver DSN (user:password@tcp(host:port)/database?..)
 // or a jdbc:mysql:// / jdbc:mariadb:// URL; then DLOCK_PASSWORD fills in a
 // missing password.
+// A URL naming several servers (SplitServerUrls, core.hpp) is kInvalid here:
+// each is parsed on its own (ParseServer).
 Status ParseUrl(const std::string& url, ClientOptions* out);
+// One server's URL with cfg's client options applied (they win), as a
+// client opens it.
+Status ParseServer(const std::string& url, const Config& cfg, ClientOptions* out);
+// The server's identity for rendezvous hashing (ServerIds in core.hpp).
+std::string ServerIdentity(const ClientOptions& o);
 // The parameters of a go-sql-driver DSN (jdbc false) or a JDBC URL that
 // ParseUrl reads or ignores (dlock.h lists them; core_unit checks that).
 std::vector<std::string> DriverParamNames(bool jdbc);

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import os
+import re
 import uuid
 from decimal import Decimal
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
@@ -122,8 +123,16 @@ def key_from_core(raw: bytes) -> Key:
 _SCHEMES = ("mysql", "mariadb")
 
 
+# Where the next server's URL starts in a URL naming several (joined by ';'):
+# the core splits before mysql://, mariadb://, jdbc:mysql://, jdbc:mariadb://;
+# here also before a SQLAlchemy form (mysql+pymysql://), which becomes mysql://.
+_NEXT_SERVER = re.compile(r";(?=(?:mysql|mariadb)(?:\+[A-Za-z0-9_]+)?://|jdbc:(?:mysql|mariadb)://)",
+                          re.IGNORECASE)
+
+
 def normalize_url(url: str) -> str:
-    """The URL the core takes, from the forms users write.
+    """The URL the core takes, from the forms users write; each server's
+    of a URL naming several (joined by ';').
 
     ``mysql+pymysql://``, ``mysql+mysqldb://``, ``mariadb+mariadbconnector://``
     (SQLAlchemy's driver suffix) become ``mysql://``; ``mariadb://`` stays.
@@ -132,6 +141,13 @@ def normalize_url(url: str) -> str:
     default unix socket" and ignore the port, which fails in containers.
     Without a port, ``localhost`` keeps meaning the local socket.
     """
+    servers = _NEXT_SERVER.split(url)
+    if len(servers) > 1:
+        return ";".join(_normalize_one(one) for one in servers)
+    return _normalize_one(url)
+
+
+def _normalize_one(url: str) -> str:
     scheme, sep, rest = url.partition("://")
     if not sep:
         return url  # the core says what a URL looks like

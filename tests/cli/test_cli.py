@@ -939,6 +939,104 @@ class CliTest(unittest.TestCase):
             self.assertRegex(readme, rf"\|\s*{c}\s*\|", f"exit code {c} missing from cli/README.md")
 
 
+def url2():
+    """The second server's URL (fixture db2 or DLOCK_URL2), or None."""
+    u = os.environ.get("DLOCK_URL2")
+    if u:
+        return u
+    d = os.environ.get("DLOCK_TEST_DB2_DIR")
+    if d and os.path.exists(os.path.join(d, "url")):
+        return read(os.path.join(d, "url")).strip() or None
+    return None
+
+
+def rendezvous_score(server_id, key):
+    """dlock's rendezvous score, written again here (FNV-1a-64 over the
+    identity, a NUL and the key, then SplitMix64's finalizer): the command
+    must agree with it."""
+    m = (1 << 64) - 1
+    h = 0xcbf29ce484222325
+    for b in server_id.encode() + b"\0" + key.encode():
+        h = ((h ^ b) * 0x100000001b3) & m
+    h ^= h >> 30
+    h = (h * 0xbf58476d1ce4e5b9) & m
+    h ^= h >> 27
+    h = (h * 0x94d049bb133111eb) & m
+    return h ^ (h >> 31)
+
+
+def server_identity(url):
+    from urllib.parse import urlsplit
+    u = urlsplit(url)
+    return f"{u.hostname}:{u.port or 3306}{u.path}?table=distributed_lock&row_table=fixed_lock"
+
+
+@unittest.skipUnless(url2(), "no second server (fixture db2 or DLOCK_URL2)")
+class SeveralServersTest(unittest.TestCase):
+    """A URL naming two servers: each key on the one the hash picks, one
+    holder per key whatever the list's order, and the operator's commands
+    on each server."""
+
+    def rows(self, url, key):
+        from urllib.parse import urlsplit
+        u = urlsplit(url)
+        r = subprocess.run(["mariadb", "--no-defaults", "-N", "-h", u.hostname, "-P", str(u.port),
+                            "-u", u.username or "root", u.path.lstrip("/"), "-e",
+                            f"SELECT COUNT(*) FROM distributed_lock WHERE lock_key = '{key}'"
+                            " AND owner <> ''"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return int(r.stdout.strip())
+
+    def test_keys_on_their_servers_and_exclusive_in_any_order(self):
+        urls = [URL, url2()]
+        both, reverse = ";".join(urls), ";".join(reversed(urls))
+        ids = [server_identity(u) for u in urls]
+        keys = {}
+        i = 0
+        while len(keys) < 2:
+            k = f"clisrv:{uuid.uuid4().hex[:8]}:{i}"
+            keys.setdefault(max((0, 1), key=lambda j: rendezvous_score(ids[j], k)), k)
+            i += 1
+        for where, key in sorted(keys.items()):
+            # Inside the hold: the row is on its server only, and a run with
+            # the list the other way round is refused (75).
+            check = (f'"{DLOCK}" run --wait 0 --url "{reverse}" {key} -- true; echo inner=$?')
+            r = dlock("run", "--url", both, key, "--", "sh", "-c", check)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("inner=75", r.stdout)
+            r = dlock("run", "--url", both, key, "--", "sh", "-c",
+                      f'"{DLOCK}" list --json --url "{reverse}"')
+            self.assertEqual(r.returncode, 0, r.stderr)
+            listed = [l for l in json.loads(r.stdout) if l["key"] == key]
+            self.assertEqual(len(listed), 1)
+            self.assertEqual(listed[0]["server"], ids[where])
+        # Held by one process, the row is on the key's server only.
+        for where, key in keys.items():
+            p = start("run", "--url", both, key, "--", "sleep", "30")
+            try:
+                poll(lambda: self.rows(urls[where], key) == 1, 10, "the lease row")
+                self.assertEqual(self.rows(urls[1 - where], key), 0)
+                r = dlock("release", "--force", "--url", reverse, key)
+                self.assertEqual(r.returncode, 0, r.stderr)
+            finally:
+                p.kill()
+                p.communicate()
+
+    def test_doctor_and_init_on_every_server(self):
+        both = f"{URL};{url2()}"
+        r = dlock("init", "--url", both)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.count("schema ready on"), 2)
+        r = dlock("doctor", "--url", both)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("2 independent servers", r.stdout)
+        self.assertEqual(r.stdout.count("connected to"), 2)
+        r = dlock("doctor", "--url", f"{URL};{URL}")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("same server", r.stdout)
+
+
 def main():
     global DLOCK, URL
     if len(sys.argv) < 2:

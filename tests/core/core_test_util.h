@@ -67,9 +67,9 @@ bool PollUntil(Clock::time_point deadline, F cond, std::chrono::milliseconds ste
 
 // The test server's options, parsed by the library's own parser (unit-tested
 // in core_unit).
-inline dlock::ClientOptions ServerOptions() {
+inline dlock::ClientOptions ServerOptions(const char* url = dlock_test_url()) {
   dlock::ClientOptions o;
-  dlock::Status s = dlock::ParseUrl(dlock_test_url(), &o);
+  dlock::Status s = dlock::ParseUrl(url, &o);
   REQUIRE_MESSAGE(s.ok(), "cannot parse the test URL: " << s.message());
   return o;
 }
@@ -80,8 +80,9 @@ using SqlRow = std::vector<std::optional<std::string>>;
 // server), autocommit, text protocol.
 class Admin {
  public:
-  Admin() {
-    dlock::ClientOptions o = ServerOptions();
+  // url: another server's (the second of a several-servers test).
+  explicit Admin(const char* url = dlock_test_url()) {
+    dlock::ClientOptions o = ServerOptions(url);
     m_ = mysql_init(nullptr);
     REQUIRE(m_ != nullptr);
     unsigned timeout = 10;

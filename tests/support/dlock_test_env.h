@@ -45,6 +45,28 @@ static inline const char *dlock_test_url(void) {
   return url;
 }
 
+/* The second server's URL (fixture db2, or DLOCK_URL2) for the tests of a
+ * client over several servers; NULL when there is none (the test skips). */
+static inline const char *dlock_test_url2(void) {
+  static char url[1024];
+  if (url[0] != '\0') return url;
+  const char *env = getenv("DLOCK_URL2");
+  if (env != NULL && env[0] != '\0') {
+    snprintf(url, sizeof url, "%s", env);
+    return url;
+  }
+  const char *dir = getenv("DLOCK_TEST_DB2_DIR");
+  if (dir == NULL) return NULL;
+  char path[1024];
+  snprintf(path, sizeof path, "%s/url", dir);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return NULL;
+  if (fgets(url, sizeof url, f) == NULL) url[0] = '\0';
+  fclose(f);
+  url[strcspn(url, "\r\n")] = '\0';
+  return url[0] != '\0' ? url : NULL;
+}
+
 /* 1 when the fixture server is ours (so a test may restart it). */
 static inline int dlock_test_server_is_ours(void) {
   char path[1024];

@@ -270,6 +270,21 @@ typedef struct dlock_client dlock_client;
  *   Connector/C, the host localhost is its unix socket). The drivers' own
  *   defaults are not copied: what the string does not say is dlock's
  *   default (TLS off, connect_timeout 5, read_timeout 30).
+ *   Several independent servers (lock traffic beyond one server): full
+ *       URLs joined by ';', e.g. mysql://app@db1/app;mysql://app@db2/app
+ *       (split only where a new mysql://, mariadb://, jdbc:mysql:// or
+ *       jdbc:mariadb:// URL begins, so a ';' in a password stays; not a
+ *       go-sql-driver DSN; each may be a multi-host URL; at most 64; cfg
+ *       applies to each). Every key lives on one server, chosen by
+ *       rendezvous hashing of the server's identity and the key (README,
+ *       Topologies; dlock_client_server_of), and every call on a lock goes
+ *       to that server only: exclusion and fencing tokens are per key.
+ *       Every client must list the same servers (in any order), or two
+ *       clients may hold one key at once. A server listed twice is
+ *       DLOCK_E_INVALID; open connects to every server (an error names the
+ *       one that failed); dlock_client_init_schema and
+ *       dlock_client_cleanup act on each, dlock_client_counter sums them,
+ *       dlock_client_next_event gives every server's events.
  * Connects once to check the server (reachable, writable, not a replica)
  * and creates the lock tables if missing.
  * cfg may be NULL.
@@ -700,6 +715,21 @@ DLOCK_EXPORT int dlock_client_cleanup(dlock_client *client, uint64_t *out_delete
  * (server_errno set); DLOCK_E_CONNECT, DLOCK_E_READONLY, DLOCK_E_POOL as for
  * any call that needs a connection; DLOCK_E_FORKED in a forked child. */
 DLOCK_EXPORT int dlock_client_init_schema(dlock_client *client, dlock_error *err);
+
+/* A client over several servers (a URL naming several, see
+ * dlock_client_open): how many there are (1 for a URL naming one; 0 for
+ * NULL). Since 1.4. */
+DLOCK_EXPORT size_t dlock_client_server_count(const dlock_client *client);
+/* The server key (key_len bytes, as dlock_open takes it) lives on: its index
+ * in the URL's order into *out_index (0 with one server), and, when id_buf
+ * is not NULL, that server's identity (the text the hash is computed over:
+ * host:port, /database, ?table=..&row_table=..; never a user or password)
+ * NUL-terminated into id_buf, cut at id_buf_size - 1 bytes. Asks no server:
+ * for tests and operators ("where is key X?"). Since 1.4.
+ * Errors: DLOCK_E_INVALID for a NULL argument or a key dlock_open refuses. */
+DLOCK_EXPORT int dlock_client_server_of(const dlock_client *client, const char *key,
+                                        size_t key_len, size_t *out_index, char *id_buf,
+                                        size_t id_buf_size, dlock_error *err);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -42,6 +42,12 @@ Status DescribeSchema(const std::string& url, SchemaSql* out);
 // empty, when url does not parse.
 Status UrlWithoutPassword(const std::string& url, std::string* out);
 
+// With a URL naming several servers (core.hpp, SplitServerUrls), the URL of
+// the one key lives on (its own URL for a URL naming one): an Admin opens
+// one server, so the operator's calls about one key go there. kInvalid as
+// ServerIds.
+Status KeyServerUrl(const std::string& url, const std::string& key, std::string* out);
+
 // What `dlock doctor` reports, gathered by Admin. Facts only: what to make of
 // them is the caller's.
 struct ServerFacts {
@@ -88,8 +94,9 @@ struct LeaseCounts {
 class AdminImpl;
 class Admin {
  public:
-  // kInvalid for a bad URL, kConnect when the server cannot be reached or
-  // refuses the user.
+  // kInvalid for a bad URL (also one naming several servers: open one Admin
+  // per server, SplitServerUrls), kConnect when the server cannot be
+  // reached or refuses the user.
   static Status Open(const std::string& url, std::unique_ptr<Admin>* out);
   ~Admin();
   Admin(const Admin&) = delete;

@@ -94,8 +94,40 @@ struct Event {
 class ClientImpl;
 class LockImpl;
 struct LockCaller;
+class Events;
+
+// ---- several independent servers in one client -----------------------------
+// A URL may name several independent servers (each a lock space of its own,
+// each possibly a multi-host Galera URL): full URLs joined by ';', split only
+// where a new mysql://, mariadb://, jdbc:mysql:// or jdbc:mariadb:// URL
+// begins (so a ';' in a password, a database name or an option value does
+// not split; a go-sql-driver DSN cannot be a member). Every key lives on
+// exactly one of them, chosen by rendezvous (highest random weight) hashing:
+// the server whose RendezvousScore(identity, key) is highest (ties: the
+// smaller identity), so the choice depends only on the set of identities and
+// the key's bytes, not on the list's order, the process or the platform, and
+// adding a server moves only the keys the new one wins (about 1/n).
+constexpr size_t kMaxServers = 64;
+// The URL's servers in its order (one element when it names one).
+std::vector<std::string> SplitServerUrls(const std::string& url);
+// 64-bit FNV-1a over identity, one NUL byte and key, then SplitMix64's
+// finalizer (z ^= z>>30; z *= 0xbf58476d1ce4e5b9; z ^= z>>27;
+// z *= 0x94d049bb133111eb; z ^= z>>31). Pinned by tests/core/test_servers.cc.
+uint64_t RendezvousScore(const std::string& server_id, const std::string& key);
+// The index in server_ids of the key's server (0 for an empty list).
+size_t RendezvousPick(const std::vector<std::string>& server_ids, const std::string& key);
+// Each server's identity, in the URL's order: its address (host:port, or the
+// nodes of a multi-host URL sorted, host names in lower case, or unix:path),
+// then /database?table=..&row_table=.. (cfg's values win over the URL's, as
+// in Client::Open); never the user or the password. kInvalid for a server
+// that does not parse (naming its place) or a server listed twice.
+Status ServerIds(const std::string& url, const Config& cfg, std::vector<std::string>* out);
 
 // A client owns a bounded pool of connections to one server. Thread-safe.
+// With a URL naming several servers (above) it owns one such client per
+// server and sends each lock to its key's server; the client-wide calls act
+// on every server (NextEvent: events of all; Counter: the sum; Cleanup and
+// EnsureSchema: each server in turn, the first error naming its server).
 class Client {
  public:
   static Status Open(const std::string& url, const Config& cfg, std::shared_ptr<Client>* out);
@@ -118,11 +150,29 @@ class Client {
   // columns are not dlock's.
   Status EnsureSchema();
 
+  // The number of servers (1 for a URL naming one), each one's identity (as
+  // ServerIds) and the index of a key's server, in the URL's order (kInvalid
+  // for a key Lock::Open refuses).
+  size_t server_count() const { return servers_.empty() ? 1 : servers_.size(); }
+  const std::string& server_id(size_t i) const { return ids_.at(i); }
+  Status ServerOf(const std::string& key, size_t* index) const;
+
+  // One server's client; nullptr for a client over several servers.
   ClientImpl* impl() const { return impl_.get(); }
 
  private:
+  friend class Lock;
   explicit Client(std::unique_ptr<ClientImpl> impl);
-  std::unique_ptr<ClientImpl> impl_;
+  Client(std::vector<std::shared_ptr<Client>> servers, std::vector<std::string> ids,
+         std::shared_ptr<Events> events);
+  static Status OpenOne(const std::string& url, const Config& cfg, std::shared_ptr<Events> events,
+                        std::shared_ptr<Client>* out);
+  // The process that opened it (kForked checks).
+  int pid() const;
+  std::unique_ptr<ClientImpl> impl_;             // one server
+  std::vector<std::shared_ptr<Client>> servers_;  // several: one client each
+  std::vector<std::string> ids_;
+  std::shared_ptr<Events> events_;  // several: the queue every server's client fills
 };
 
 // One named lock. Thread-safe: operations are serialised per object. Objects

@@ -8,9 +8,9 @@
 #define DLOCK_VERSION_H_
 
 #define DLOCK_VERSION_MAJOR 1
-#define DLOCK_VERSION_MINOR 3
+#define DLOCK_VERSION_MINOR 4
 #define DLOCK_VERSION_PATCH 0
 /* major * 10000 + minor * 100 + patch: 10300 for 1.3.0. */
-#define DLOCK_VERSION_NUMBER 10300
+#define DLOCK_VERSION_NUMBER 10400
 
 #endif /* DLOCK_VERSION_H_ */

@@ -57,7 +57,18 @@ final class TestDb {
    * dlock), for setting up and checking business tables; returns its output (-N -B: no headers).
    */
   static String sql(String statements) throws IOException, InterruptedException {
-    URI u = URI.create(url().replaceFirst("^mysql://", "http://"));
+    return sql(url(), statements);
+  }
+
+  /** The second server's URL (DLOCK_URL2, which run-tests.sh starts), or null. */
+  static String url2() {
+    String url = System.getenv("DLOCK_URL2");
+    return url == null || url.isEmpty() ? null : url;
+  }
+
+  /** As sql(statements), on the server at url. */
+  static String sql(String url, String statements) throws IOException, InterruptedException {
+    URI u = URI.create(url.replaceFirst("^mysql://", "http://"));
     String user = u.getRawUserInfo() == null ? "root" : u.getRawUserInfo();
     String password = System.getenv("DLOCK_PASSWORD");
     int colon = user.indexOf(':');

@@ -1,0 +1,148 @@
+package dlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	dlock "github.com/dlock/dlock/bindings/go"
+)
+
+// A client over two independent servers (URLs joined by ';'; DLOCK_URL2 is
+// the second, which run-tests.sh starts): each key's lease row is on the
+// server the rendezvous hash picks, and clients listing the servers in
+// either order exclude each other per key.
+
+// rendezvousScore is dlock's score written again from its definition
+// (core.hpp): FNV-1a-64 over the identity, a NUL and the key, then
+// SplitMix64's finalizer.
+func rendezvousScore(id, key string) uint64 {
+	h := uint64(0xcbf29ce484222325)
+	for _, b := range []byte(id + "\x00" + key) {
+		h = (h ^ uint64(b)) * 0x100000001b3
+	}
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	return h ^ (h >> 31)
+}
+
+func serverID(tb testing.TB, raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port := u.Port()
+	if port == "" {
+		port = "3306"
+	}
+	return u.Hostname() + ":" + port + u.Path + "?table=distributed_lock&row_table=fixed_lock"
+}
+
+// owners of key's live lease on the server at raw, read with the mariadb client.
+func owners(tb testing.TB, raw, key string) []string {
+	u, _ := url.Parse(raw)
+	user := u.User.Username()
+	if user == "" {
+		user = "root"
+	}
+	args := []string{"--no-defaults", "-N", "-B", "-h", u.Hostname(), "-P", u.Port(), "-u", user,
+		strings.TrimPrefix(u.Path, "/"), "-e",
+		fmt.Sprintf("SELECT owner FROM distributed_lock WHERE lock_key = X'%x' AND owner <> ''", key)}
+	cmd := exec.Command("mariadb", args...)
+	if pw, ok := u.User.Password(); ok {
+		cmd.Env = append(os.Environ(), "MYSQL_PWD="+pw)
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		tb.Fatalf("mariadb client: %v", err)
+	}
+	return strings.Fields(string(out))
+}
+
+func secondURL(tb testing.TB) string {
+	u := os.Getenv("DLOCK_URL2")
+	if u == "" {
+		tb.Skip("DLOCK_URL2 is not set (bindings/go/run-tests.sh starts a second server)")
+	}
+	return u
+}
+
+func TestRendezvousScorePinned(t *testing.T) {
+	// The values core_unit pins.
+	if s := rendezvousScore("", "a"); s != 0x16bc26fa3458bfad {
+		t.Fatalf("score = %#x", s)
+	}
+	if s := rendezvousScore("127.0.0.1:3306/app?table=distributed_lock&row_table=fixed_lock", "job:42"); s != 0xa4735ba980518465 {
+		t.Fatalf("score = %#x", s)
+	}
+}
+
+func TestSeveralServers(t *testing.T) {
+	u1, u2 := dbURL(t), secondURL(t)
+	urls := []string{u1, u2}
+	ids := []string{serverID(t, u1), serverID(t, u2)}
+	a, err := dlock.Open(u1 + ";" + u2)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer a.Close()
+	b, err := dlock.Open(u2 + ";" + u1)
+	if err != nil {
+		t.Fatalf("Open reversed: %v", err)
+	}
+	defer b.Close()
+	// One key on each server, by the hash.
+	keys := map[int]string{}
+	for i := 0; len(keys) < 2; i++ {
+		k := fmt.Sprintf("%s:%d", key(t), i)
+		on := 0
+		if rendezvousScore(ids[1], k) > rendezvousScore(ids[0], k) {
+			on = 1
+		}
+		if _, ok := keys[on]; !ok {
+			keys[on] = k
+		}
+	}
+	for on, k := range keys {
+		la := newLock(t, a, k, dlock.WithWait(0))
+		lb := newLock(t, b, k, dlock.WithWait(0))
+		if err := la.TryLock(context.Background()); err != nil {
+			t.Fatalf("TryLock %q: %v", k, err)
+		}
+		if got := owners(t, urls[on], k); len(got) != 1 || got[0] != la.Owner() {
+			t.Fatalf("server %d rows for %q: %v, want [%s]", on+1, k, got, la.Owner())
+		}
+		if got := owners(t, urls[1-on], k); len(got) != 0 {
+			t.Fatalf("server %d has a row for %q: %v", 2-on, k, got)
+		}
+		// The other client, servers the other way round: excluded.
+		if err := lb.TryLock(context.Background()); !errors.Is(err, dlock.ErrBusy) {
+			t.Fatalf("second client on a held key: %v, want ErrBusy", err)
+		}
+		t1 := la.Token()
+		if err := la.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		if err := lb.TryLock(context.Background()); err != nil {
+			t.Fatalf("second client after release: %v", err)
+		}
+		if lb.Token() <= t1 {
+			t.Fatalf("token %d after %d on one key", lb.Token(), t1)
+		}
+		if err := lb.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The same server twice: an error, not a client.
+	if _, err := dlock.Open(u1 + ";" + u1); !errors.Is(err, dlock.ErrInvalid) ||
+		!strings.Contains(err.Error(), "same server") {
+		t.Fatalf("duplicate server: %v", err)
+	}
+}

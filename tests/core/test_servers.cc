@@ -1,0 +1,137 @@
+// Several servers in one client, without a server: the URL's split, each
+// server's identity, and the rendezvous hash (pinned values, spread, and
+// how few keys move when a server is added).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "dlock/admin.hpp"
+#include "dlock/core.hpp"
+#include "options.h"
+
+namespace {
+
+const char* const kTables = "?table=distributed_lock&row_table=fixed_lock";
+
+std::vector<std::string> Ids(int n) {
+  std::vector<std::string> ids;
+  for (int i = 1; i <= n; ++i) ids.push_back("db" + std::to_string(i) + ":3306/app" + kTables);
+  return ids;
+}
+
+std::string Key(int i) { return "job:" + std::to_string(i); }
+
+}  // namespace
+
+TEST_CASE("rendezvous score: pinned values (any language must compute the same)") {
+  // Computed independently (a few lines of Python: FNV-1a-64 over id, NUL,
+  // key, then SplitMix64's finalizer); the bindings' tests pin the same.
+  CHECK(dlock::RendezvousScore("", "a") == 0x16bc26fa3458bfadULL);
+  CHECK(dlock::RendezvousScore(std::string("127.0.0.1:3306/app") + kTables, "job:42") ==
+        0xa4735ba980518465ULL);
+  CHECK(dlock::RendezvousScore(std::string("db1:3306/app") + kTables, "\xff\x01key") ==
+        0xeec2693eb2ae024bULL);
+  CHECK(dlock::RendezvousScore(std::string("db2:3306/app") + kTables, std::string(512, 'x')) ==
+        0x191676c2c5eb1f82ULL);
+}
+
+TEST_CASE("rendezvous pick: independent of the list's order") {
+  std::vector<std::string> ids = Ids(4);
+  std::vector<std::string> rev(ids.rbegin(), ids.rend());
+  for (int i = 0; i < 2000; ++i) {
+    const std::string k = Key(i);
+    CHECK(ids[dlock::RendezvousPick(ids, k)] == rev[dlock::RendezvousPick(rev, k)]);
+  }
+  CHECK(dlock::RendezvousPick({}, "k") == 0);
+  CHECK(dlock::RendezvousPick({"only"}, "k") == 0);
+}
+
+TEST_CASE("rendezvous pick: 10,000 keys spread evenly over 2 and 4 servers") {
+  for (int n : {2, 4}) {
+    const std::vector<std::string> ids = Ids(n);
+    std::vector<int> count(n, 0);
+    for (int i = 0; i < 10000; ++i) ++count[dlock::RendezvousPick(ids, Key(i))];
+    const double fair = 10000.0 / n;
+    for (int c : count) {
+      INFO("n=" << n << " count=" << c);
+      // Binomial sd is 50 (n=2) and 43 (n=4): 3% of 10,000 is > 6 sd.
+      CHECK(std::abs(c - fair) < 300);
+    }
+  }
+}
+
+TEST_CASE("rendezvous pick: adding a server moves about 1/n of the keys, all to it") {
+  for (int n : {1, 2, 3}) {
+    const std::vector<std::string> before = Ids(n);
+    const std::vector<std::string> after = Ids(n + 1);
+    int moved = 0;
+    for (int i = 0; i < 10000; ++i) {
+      const std::string& a = before[dlock::RendezvousPick(before, Key(i))];
+      const std::string& b = after[dlock::RendezvousPick(after, Key(i))];
+      if (a != b) {
+        ++moved;
+        CHECK(b == after.back());  // only to the new server, never between old ones
+      }
+    }
+    INFO("n+1=" << n + 1 << " moved=" << moved);
+    CHECK(std::abs(moved - 10000.0 / (n + 1)) < 300);
+  }
+}
+
+TEST_CASE("server URLs: split only where a new URL begins") {
+  using V = std::vector<std::string>;
+  CHECK(dlock::SplitServerUrls("mysql://u@h/db") == V{"mysql://u@h/db"});
+  CHECK(dlock::SplitServerUrls("mysql://u@h1/db;mysql://u@h2/db") ==
+        V{"mysql://u@h1/db", "mysql://u@h2/db"});
+  CHECK(dlock::SplitServerUrls("mysql://u@h1/db;mariadb://u@h2:1,h3:2/db;JDBC:MySQL://h4/db") ==
+        V{"mysql://u@h1/db", "mariadb://u@h2:1,h3:2/db", "JDBC:MySQL://h4/db"});
+  // A ';' not followed by a URL is part of its server's URL (a password).
+  CHECK(dlock::SplitServerUrls("mysql://u:p;w@h1/db;mysql://u@h2/db") ==
+        V{"mysql://u:p;w@h1/db", "mysql://u@h2/db"});
+  CHECK(dlock::SplitServerUrls("u:p;mysql@tcp(h)/db") == V{"u:p;mysql@tcp(h)/db"});
+}
+
+TEST_CASE("server identities: canonical, no password, duplicates refused") {
+  dlock::Config none;
+  std::vector<std::string> ids;
+  REQUIRE(dlock::ServerIds("mysql://u:secret@DB1:3306/app;mysql://u@db2:3307,Db3/app?table=t1",
+                           none, &ids)
+              .ok());
+  REQUIRE(ids.size() == 2);
+  CHECK(ids[0] == "db1:3306/app?table=distributed_lock&row_table=fixed_lock");
+  CHECK(ids[1] == "db2:3307,db3:3306/app?table=t1&row_table=fixed_lock");
+  // The nodes of one cluster in another order are the same server.
+  std::vector<std::string> again;
+  REQUIRE(dlock::ServerIds("mysql://v@db3:3306,db2:3307/app?table=t1", none, &again).ok());
+  CHECK(again[0] == ids[1]);
+  // cfg's table wins over the URL's, as in a client.
+  dlock::Config cfg;
+  REQUIRE(cfg.Set("table", "t2").ok());
+  REQUIRE(dlock::ServerIds("mysql://u@h/app?table=t1", cfg, &again).ok());
+  CHECK(again[0] == "h:3306/app?table=t2&row_table=fixed_lock");
+  // A server twice (another user, another password, case): refused.
+  dlock::Status s = dlock::ServerIds("mysql://a:pw1@h:3306/app;mysql://b:pw2@H/app", none, &again);
+  CHECK(s.code() == dlock::Code::kInvalid);
+  CHECK(s.message().find("servers 1 and 2 are the same server") != std::string::npos);
+  CHECK(s.message().find("pw") == std::string::npos);
+  // Another database on one server is another lock space.
+  CHECK(dlock::ServerIds("mysql://u@h/app;mysql://u@h/app2", none, &again).ok());
+  // A bad server is named by its place.
+  s = dlock::ServerIds("mysql://u@h/app;mysql://u@h2", none, &again);
+  CHECK(s.code() == dlock::Code::kInvalid);
+  CHECK(s.message().find("server 2 of 2") != std::string::npos);
+  // One server's URL parser refuses a list: only a client spreads keys.
+  dlock::ClientOptions o;
+  s = dlock::ParseUrl("mysql://u@h1/db;mysql://u@h2/db", &o);
+  CHECK(s.code() == dlock::Code::kInvalid);
+  CHECK(s.message().find("2 servers") != std::string::npos);
+}
+
+TEST_CASE("a URL of several servers without its passwords") {
+  std::string out;
+  REQUIRE(dlock::UrlWithoutPassword("mysql://u:s1@h1/db;mysql://v:s2@h2:3307/db?pool=2", &out).ok());
+  CHECK(out == "mysql://u@h1/db;mysql://v@h2:3307/db?pool=2");
+}
