@@ -8,12 +8,22 @@ dlock_release, by ctypes) in the same process, on the same server, in
 alternating rounds so that both see the same machine and loopback. Prints the
 median per-cycle time of each and the ratio (issue 11 target: Python <= 1.2x
 the C API for both schemes).
+
+    python bench/python_bench.py URL --contend [--procs P] [--threads T] [--seconds S]
+
+The contended scenarios of dlock_bench through the Python package: one key,
+20 ms inside; (c) the article's loop (release, then at once acquire again)
+and (d) every handoff to a waiter (20 ms outside), with P*T threads in one
+process and T threads in each of P processes; lease and row lock. Prints the
+same figures as dlock_bench's (c)/(d) rows.
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
+import multiprocessing
+import threading
 import glob
 import os
 import statistics
@@ -83,13 +93,118 @@ def py_cycles(lk, n: int) -> float:
     return (time.perf_counter() - t0) / n * 1000
 
 
+def _contender(lk, proc: int, tid: int, start: float, end: float, outside: float, out: list) -> None:
+    while time.monotonic() < start:
+        time.sleep(0.001)
+    while time.monotonic() < end:
+        t0 = time.monotonic()
+        if not lk.acquire(timeout=10):
+            continue
+        acq = time.monotonic()
+        time.sleep(0.020)
+        rs = time.monotonic()
+        lk.release()
+        out.append((t0, acq, rs, tid, proc))
+        if outside:
+            time.sleep(outside)
+
+
+def _process(url: str, mode: str, key: str, proc: int, threads: int, start: float, end: float,
+             outside: float, q) -> None:
+    import dlock
+
+    client = dlock.connect(url, pool=threads + 4)
+    out: list = []
+    ts = []
+    for t in range(threads):
+        lk = (client.lock(key) if mode == "lease" else client.row_lock(key))
+        th = threading.Thread(target=_contender,
+                              args=(lk, proc, proc * threads + t, start, end, outside, out))
+        th.start()
+        ts.append(th)
+    for th in ts:
+        th.join()
+    client.close()
+    q.put(out)
+
+
+def contend(url: str, mode: str, procs: int, threads: int, seconds: float, outside: float) -> dict:
+    key = f"bench:py:contended:{uuid.uuid4().hex[:8]}"
+    start = time.monotonic() + 1.5  # CLOCK_MONOTONIC: the same in every process
+    end = start + seconds
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    ps = [ctx.Process(target=_process, args=(url, mode, key, p, threads, start, end, outside, q))
+          for p in range(procs)]
+    for p in ps:
+        p.start()
+    recs = []
+    for _ in ps:
+        recs.extend(q.get())
+    for p in ps:
+        p.join()
+        if p.exitcode != 0:
+            sys.exit("python_bench: a contender process failed")
+    recs.sort(key=lambda r: r[1])
+    hand, retake, overlaps = [], 0, 0
+    for a, b in zip(recs, recs[1:]):
+        h = (b[1] - a[2]) * 1000
+        if h < 0:
+            overlaps += 1
+        else:
+            hand.append(h)
+        retake += a[3] == b[3]
+    hand.sort()
+    pct = (lambda q: hand[min(len(hand) - 1, int(q * len(hand)))]) if hand else (lambda q: 0.0)
+    per = [0] * (procs * threads)
+    for r in recs:
+        per[r[3]] += 1
+    inwin = sum(1 for r in recs if start <= r[1] < end)
+    return {"acq": len(recs), "limit": inwin / seconds / 50.0, "p50": pct(0.5), "p99": pct(0.99),
+            "most": max(per), "fewest": min(per), "retake": retake / max(1, len(recs) - 1),
+            "overlaps": overlaps}
+
+
+def _ratio(most: int, fewest: int) -> str:
+    return f"{most / fewest:.1f}:1" if fewest else f"{most}:0"
+
+
+def contend_main(a) -> None:
+    n = a.procs * a.threads
+    for loop in (True, False):
+        for procs, threads in ((1, n), (a.procs, a.threads)):
+            print(("(c) the article's loop" if loop else "(d) every handoff to a waiter (20 ms outside)")
+                  + f", {n} threads in {procs} process{'es' if procs > 1 else ''}, 20 ms inside, "
+                  f"{a.seconds:.0f} s, Python")
+            for mode in ("lease", "row"):
+                f = contend(a.url, mode, procs, threads, a.seconds, 0.0 if loop else 0.020)
+                name = f"python {mode}"
+                if loop:
+                    print(f"  {name:30} {f['acq']:6} acq  {f['limit'] * 100:4.0f}% of limit  per thread "
+                          f"max:min {_ratio(f['most'], f['fewest']):8} re-take {f['retake'] * 100:4.0f}%  "
+                          f"overlaps {f['overlaps']}")
+                else:
+                    r = f["p99"] / f["p50"] if f["p50"] else 0.0
+                    print(f"  {name:30} {f['acq']:6} acq  {f['limit'] * 100:4.0f}% of limit  handoff p50 "
+                          f"{f['p50']:6.2f} ms  p99 {f['p99']:6.2f} ms ({r:4.1f}x)  per thread "
+                          f"{_ratio(f['most'], f['fewest']):7} overlaps {f['overlaps']}")
+                sys.stdout.flush()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("url")
     ap.add_argument("--lib", default=None)
     ap.add_argument("--iters", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=21)
+    ap.add_argument("--contend", action="store_true")
+    ap.add_argument("--procs", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=10)
+    ap.add_argument("--seconds", type=float, default=10.0)
     a = ap.parse_args()
+    if a.contend:
+        contend_main(a)
+        return
     import dlock
 
     capi = CApi(a.lib or _find_lib(), a.url)

@@ -125,7 +125,7 @@ void LockImpl::DropHold(const SharesBack* back) {
     releasing_ = false;
     HoldEndedLocked();
     session_watch_ = nullptr;
-    cv_.notify_all();
+    NotifyLocked();
   }
   c_->waiters().Notify(db_key_);
 }
@@ -306,7 +306,7 @@ void LockImpl::WatchSessionLocked() const {
   c_->counters().lost.fetch_add(1);
   c_->Raise(EventType::kLost, Severity::kCritical, key_, owner_, fence_,
             "row lock lost: " + lost_why_);
-  cv_.notify_all();
+  NotifyLocked();
 }
 
 bool LockImpl::IsHolderLocked() const {
@@ -330,7 +330,7 @@ void LockImpl::SetLostLocked(std::string why) {
     why = "its lease ran out before it was renewed";
   state_ = LockState::kLost;
   lost_why_ = std::move(why);
-  cv_.notify_all();
+  NotifyLocked();
 }
 
 std::string LockImpl::MarkLost(const std::string& why) {
@@ -444,6 +444,8 @@ void LockImpl::Cancel(LockCaller& me) {
   {
     MutexLock g(st_mu_);
     cv_.notify_all();
+    // Any thread of the claim line may be the cancelled one.
+    for (ClaimWaiter* w : claim_line_) w->cv.notify_all();
   }
   c_->waiters().Notify(db_key_);
   // A statement blocked on the server (GET_LOCK, a row-lock slice) is ended
@@ -470,7 +472,13 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
   const CancelToken cancel{&me.cancel_seq, cancel_mark ? *cancel_mark : me.cancel_seq.load()};
   Counters& k = c_->counters();
   bool reentered = false;
-  if (Status s = Claim(me, deadline, cancel, &reentered); !s.ok() || reentered) return s;
+  bool waited = false;
+  if (Status s = Claim(me, deadline, cancel, &reentered, &waited); !s.ok() || reentered) return s;
+  // We waited in the claim line for another thread of this process: the
+  // key is contended, so the scheme goes through its wake-up path (a lease
+  // takes the wake-up name and keeps it for the hold, so that waiters in
+  // other processes are woken by our release instead of polling).
+  if (waited) c_->waiters().NoteContended(db_key_);
   {
     // Wait for an operation already running on the lock's connections (a
     // release, a renew); from now on every other call refuses to touch them
@@ -514,15 +522,32 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
   return s;
 }
 
+void LockImpl::NotifyLocked() const {
+  cv_.notify_all();
+  if (!claim_line_.empty()) claim_line_.front()->cv.notify_one();
+}
+
+void LockImpl::LeaveClaimLineLocked(ClaimWaiter* w) {
+  const bool was_first = claim_line_.front() == w;
+  claim_line_.erase(std::find(claim_line_.begin(), claim_line_.end(), w));
+  if (was_first && !claim_line_.empty()) claim_line_.front()->cv.notify_one();
+}
+
 Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken cancel,
-                       bool* reentered) {
+                       bool* reentered, bool* waited) {
   Counters& k = c_->counters();
   MutexLock g(st_mu_);
   // A new attempt: the caller's older lost hold was reported (it sees its
   // own hold, or nothing, from now on).
   lost_.erase(HolderId::Current());
+  // fair=1: our place in the claim line, once we had to wait.
+  ClaimWaiter place;
+  bool queued = false;
   for (;;) {
-    if (cancel.cancelled()) return CancelledStatus(Name());
+    if (cancel.cancelled()) {
+      if (queued) LeaveClaimLineLocked(&place);
+      return CancelledStatus(Name());
+    }
     // A hold whose release is in flight is neither re-entered (the release
     // would then end the hold this call reports as held) nor claimed: wait
     // for the release to end, then acquire afresh.
@@ -530,6 +555,7 @@ Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken c
       LockState st = StateLocked();
       if (st == LockState::kHeld) {
         if (IsHolderLocked()) {
+          if (queued) LeaveClaimLineLocked(&place);
           if (!opts_.reentrant)
             return Status::StateError("lock " + Name() +
                                       " is already held by this holder (reentrant=0)");
@@ -545,22 +571,31 @@ Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken c
           *reentered = true;
           return Status::OK();
         }
-      } else if (!acquiring_) {
+      } else if (!acquiring_ &&
+                 (!opts_.fair || claim_line_.empty() || claim_line_.front() == &place)) {
+        *waited = queued;
+        if (queued) LeaveClaimLineLocked(&place);
         acquiring_ = true;
         return Status::OK();
       }
     }
     // Another thread holds it (or is acquiring or releasing it) through
-    // this object.
+    // this object, or (fair=1) threads that came first wait for it.
     auto now = Clock::now();
     if (now >= deadline) {
+      if (queued) LeaveClaimLineLocked(&place);
       k.busy.fetch_add(1);
       return Status::Busy("lock " + Name() +
                           (releasing_ ? " is being released by another thread through this lock "
                                         "object, still at the end of the wait"
                                       : " is held by another thread through this lock object"));
     }
-    cv_.wait_until(st_mu_, std::min(deadline, now + kSlice));
+    if (opts_.fair && !queued) {
+      claim_line_.push_back(&place);
+      queued = true;
+    }
+    if (queued) place.cv.wait_until(st_mu_, std::min(deadline, now + kSlice));
+    else cv_.wait_until(st_mu_, std::min(deadline, now + kSlice));
   }
 }
 
@@ -587,7 +622,7 @@ void LockImpl::Settle(LockCaller& me, const Status& s, const Grant& grant) {
     // holder's failed attempt leaves the holder's hold LOST.)
     state_ = LockState::kIdle;
   }
-  cv_.notify_all();
+  NotifyLocked();
 }
 
 void LockImpl::DropLostHold() {
@@ -707,7 +742,7 @@ Status LockImpl::EndHold(LockCaller& me, bool commit) {
     releasing_ = false;
     HoldEndedLocked();
     session_watch_ = nullptr;
-    cv_.notify_all();
+    NotifyLocked();
   }
   if (s.ok()) c_->counters().releases.fetch_add(1);
   c_->waiters().Notify(db_key_);
@@ -745,7 +780,7 @@ Status LockImpl::Rollback(LockCaller& me) {
     releasing_ = false;
     HoldEndedLocked();
     session_watch_ = nullptr;
-    cv_.notify_all();
+    NotifyLocked();
   }
   c_->waiters().Notify(db_key_);
   return s;

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -154,8 +155,16 @@ class LockImpl final : private LockHost, public RenewedLease {
   // Try's first step: re-enters a hold of the calling holder
   // (*reentered), or claims the acquisition (acquiring_) once no other
   // thread holds or acquires the lock through this object and no release
-  // of its hold is in flight (releasing_).
-  Status Claim(LockCaller& me, Clock::time_point deadline, CancelToken cancel, bool* reentered);
+  // of its hold is in flight (releasing_). fair=1: in arrival order
+  // (claim_line_); *waited: it had to queue.
+  Status Claim(LockCaller& me, Clock::time_point deadline, CancelToken cancel, bool* reentered,
+               bool* waited);
+  // Wakes whoever waits for a state change: cv_'s waiters, and the first
+  // of the claim line (fair=1), which alone may claim next.
+  void NotifyLocked() const REQUIRES(st_mu_);
+  struct ClaimWaiter;
+  // Takes w out of the claim line; wakes the next first of the line.
+  void LeaveClaimLineLocked(ClaimWaiter* w) REQUIRES(st_mu_);
   // Try's last step: the state after the scheme's acquisition.
   void Settle(LockCaller& me, const Status& s, const Grant& grant);
 
@@ -228,6 +237,16 @@ class LockImpl final : private LockHost, public RenewedLease {
   mutable Mutex st_mu_;
   // State changes: acquired, released, lost, calls; waits on st_mu_.
   mutable std::condition_variable_any cv_;
+  // fair=1: the threads waiting in Claim, in arrival order. Only the first
+  // may claim the acquisition; a call that finds the line non-empty joins
+  // its end (a holder that releases and at once asks again queues behind
+  // the threads that waited), so a woken waiter never loses to a newcomer.
+  // Each waits on its own condition variable: a release wakes one thread,
+  // not the whole line.
+  struct ClaimWaiter {
+    std::condition_variable_any cv;  // waits on st_mu_
+  };
+  mutable std::deque<ClaimWaiter*> claim_line_ GUARDED_BY(st_mu_);
   // Mutable: the session watch turns HELD into LOST from an accessor.
   mutable LockState state_ GUARDED_BY(st_mu_) = LockState::kIdle;
   bool acquiring_ GUARDED_BY(st_mu_) = false;

@@ -70,6 +70,8 @@
     "lease locks: every acquisition also opens the lock's transaction, as if dlock_begin "    \
     "followed")                                                                               \
   X(wakeup, wakeup, Wakeup, Words, 0, 0, kWakeupWords, Wakeup::kAuto,                         \
-    "how waiters learn of a release")
+    "how waiters learn of a release")                                                         \
+  X(fair, fair, bool, Bool, 0, 0, nullptr, true,                                              \
+    "no barging within a client")
 
 #endif  // DLOCK_CORE_OPTION_TABLE_H_

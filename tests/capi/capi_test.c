@@ -272,6 +272,7 @@ static void test_config(void) {
       {"reentrant", "0"},     {"reentrant", "1"},       {"holder", "thread"},
       {"holder", "lock"},     {"shards", "0"},          {"shards", "16"},
       {"shard_group", "my-group"}, {"wakeup", "auto"},  {"wakeup", "poll"},
+      {"fair", "0"},          {"fair", "1"},
   };
   static const char *const bad[][2] = {
       {"ttl_ms", "abc"},
@@ -309,6 +310,7 @@ static void test_config(void) {
       {"shards", "x"},
       {"shard_group", ""},
       {"wakeup", "push"},
+      {"fair", "2"},
       {"fence", "1"}, /* row locks carry no token: there is no such option */
   };
   dlock_error err;

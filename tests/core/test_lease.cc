@@ -1,7 +1,9 @@
 // core_lease: the lease lock (scheme 1) against the fixture server: acquire,
 // busy, release, owner safety, expiry by the database clock, fencing tokens.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <atomic>
 #include <climits>
+#include <thread>
 
 #include "core_test_util.h"
 #include "lock_impl.h"
@@ -14,6 +16,11 @@ class LockImplTestPeer {
   static void SetCount(LockImpl& l, int n) {
     MutexLock g(l.st_mu_);
     l.count_ = n;
+  }
+  // Threads waiting in the lock's claim line (fair=1).
+  static size_t ClaimLine(LockImpl& l) {
+    MutexLock g(l.st_mu_);
+    return l.claim_line_.size();
   }
 };
 }  // namespace dlock
@@ -630,4 +637,62 @@ TEST_CASE("lease: re-entry stops at INT_MAX holds with kState; the count never w
   DT_CHECK_CODE(l->Release(me), Code::kOk);
   CHECK(l->CurrentState(me) == LockState::kIdle);
   l->Close(me);
+}
+
+TEST_CASE("fair: a waiting thread is served before the releaser that asks again at once") {
+  // The contract (dlock.h, fair): a thread of this client that is queued for
+  // the key when its holder releases is served before a thread of the same
+  // client that asks after the release. Served: it holds the lock, or is
+  // acquiring it, when the releaser asks; so the waiter keeps the lock until
+  // the releaser's attempt returned. (An earlier version let the waiter
+  // release at once; on a loaded machine the waiter then took and gave back
+  // the lock before the releaser asked, and the releaser rightly got it:
+  // the test was wrong, not the order.)
+  auto c = OpenClient();
+  for (dlock::LockMode mode : {dlock::LockMode::kLease, dlock::LockMode::kRow}) {
+    const std::string mode_name = mode == dlock::LockMode::kLease ? "lease" : "row";
+    INFO("mode: " << mode_name);
+    dlock::LockOptions opts = c->impl()->lock_defaults();
+    opts.mode = mode;
+    REQUIRE(opts.fair);  // the default
+    const std::string key = kPrefix + "fair-" + mode_name;
+    // One lock object, two holders (holder=thread): as the lock objects of
+    // one client for one key share it, this thread is one holder, the
+    // waiter another.
+    auto l = std::make_shared<dlock::LockImpl>(c, key, opts, "");
+    dlock::LockCaller a, b;
+    for (int round = 0; round < 10; ++round) {
+      INFO("round " << round);
+      DT_REQUIRE_CODE(l->Try(a, 0), Code::kOk);
+      std::atomic<int> got{1};
+      std::atomic<bool> asked{false};  // the releaser's attempt returned
+      std::thread waiter([&] {
+        dlock::Status s = l->Try(b, 10000);
+        got = static_cast<int>(s.code());
+        if (!s.ok()) return;
+        // Hold until the releaser has asked (a poll with a deadline).
+        CHECK(PollUntil(Clock::now() + std::chrono::seconds(10), [&] { return asked.load(); },
+                        std::chrono::milliseconds(1)));
+        CHECK(l->Release(b).ok());
+      });
+      // The waiter stands in the claim line before the release.
+      const bool queued = PollUntil(Clock::now() + std::chrono::seconds(5),
+                                    [&] { return dlock::LockImplTestPeer::ClaimLine(*l) == 1; });
+      CHECK(queued);
+      DT_CHECK_CODE(l->Release(a), Code::kOk);
+      // The releaser asks again at once (the article's loop): the waiter came
+      // first, so this one-shot attempt finds the lock taken, whichever step
+      // of its acquisition the waiter is in.
+      dlock::Status again = l->Try(a, 0);
+      asked = true;
+      CHECK(again.code() == Code::kBusy);
+      if (again.ok()) DT_CHECK_CODE(l->Release(a), Code::kOk);
+      waiter.join();
+      CHECK(got.load() == static_cast<int>(Code::kOk));
+      if (!queued) break;
+    }
+    CHECK(dlock::LockImplTestPeer::ClaimLine(*l) == 0);
+    l->Close(a);
+    l->Close(b);
+  }
 }

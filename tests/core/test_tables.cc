@@ -151,7 +151,8 @@ TEST_CASE("Every option row: its default, range and words hold in Config::Set") 
       {"auto_renew", "0"},      {"max_hold_ms", "300000"},
       {"reentrant", "1"},       {"holder", "thread"},
       {"shards", "0"},          {"shard_group", "dlock-shard"},
-      {"transaction", "0"},     {"wakeup", "auto"}};
+      {"transaction", "0"},     {"wakeup", "auto"},
+      {"fair", "1"}};
   const std::vector<const OptionInfo*> options = AllOptions();
   CHECK(options.size() == kDefaults.size());
   for (const OptionInfo* option : options) {

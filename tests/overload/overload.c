@@ -19,10 +19,10 @@
  *     ends), every try returns within its wait plus 1 s, no DLOCK_E_POOL,
  *     and every thread gets the lock: in arrival order (README: threads of
  *     one process queue locally in arrival order), so the most a thread
- *     gets is at most 3 times the least. "report" prints the fairness
- *     instead of checking it: with holder=thread the objects share one hold
- *     and wait for it on a condition variable before the arrival-order
- *     queue, which is not fair (a known problem, see README, Reliability).
+ *     gets is at most 3 times the least. With holder=thread the objects
+ *     share one hold and wait for it in its claim line, in arrival order
+ *     too (fair=1, the default). "report" prints the fairness instead of
+ *     checking it.
  *
  * Prints one line of figures per run. Exit 0 pass, 1 fail, 77 skipped. */
 #define _GNU_SOURCE

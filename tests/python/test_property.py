@@ -25,7 +25,7 @@ from dlock_test_util import RUN  # noqa: E402
 ALLOWED = (dlock.Error, TypeError, ValueError, OverflowError)
 
 LOCK_KEYS = ["mode", "ttl_ms", "auto_renew", "max_hold_ms", "reentrant", "holder", "shards",
-             "shard_group", "transaction", "wakeup"]
+             "shard_group", "transaction", "wakeup", "fair"]
 CLIENT_KEYS = ["pool", "pool_idle_ms", "connect_timeout", "read_timeout", "events",
                "cleanup_grace_ms", "cleanup_batch"]
 

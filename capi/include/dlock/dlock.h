@@ -180,6 +180,26 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *                     auto: the releasing holder wakes them through a
  *                     server-side GET_LOCK name, never used on Galera; poll:
  *                     they only poll)
+ *     fair            no barging within a client: 0|1 (default 1; since 1.4).
+ *                     What fair=1 promises: among the threads that use one
+ *                     hold (the lock objects of one client for one key and
+ *                     mode, holder=thread and reentrant=1, see dlock_try), a
+ *                     thread that is waiting in dlock_try when the hold is
+ *                     released is served (holds the lock, or is taking it)
+ *                     before any thread that asks after the release, the
+ *                     releasing thread included; waiting threads are served
+ *                     in arrival order, and a release wakes only the first.
+ *                     What it does not promise: any order across clients or
+ *                     processes, or between objects that share no hold
+ *                     (holder=lock, reentrant=0). There the waiters learn of
+ *                     a release from the server (the wake-up name, a row
+ *                     lock's wait) and a client that saw the key contended
+ *                     queues behind them, so a releaser that asks again
+ *                     usually, not always, comes after them (the README's
+ *                     performance table has the figures). 0: whoever asks
+ *                     first after a release may take it, also within a client
+ *                     (a thread that releases and at once asks again usually
+ *                     does)
  */
 DLOCK_EXPORT int dlock_config_set(dlock_config *cfg, const char *key,
                                   const char *value, dlock_error *err);
