@@ -66,6 +66,10 @@ std::string HostPort(const std::string& host, unsigned port) {
 
 std::vector<std::string> SplitServerUrls(const std::string& url) {
   std::vector<std::string> out;
+  // A string that is not a URL (a go-sql-driver DSN) is never a list: its
+  // password is raw text, and whether it holds ";mysql://" must not change
+  // how the string is read (fuzz_url found that).
+  if (!StartsServerUrl(url, 0)) return {url};
   size_t start = 0;
   for (size_t pos = url.find(';'); pos != std::string::npos; pos = url.find(';', pos + 1)) {
     if (!StartsServerUrl(url, pos + 1)) continue;

@@ -92,6 +92,11 @@ TEST_CASE("server URLs: split only where a new URL begins") {
   CHECK(dlock::SplitServerUrls("mysql://u:p;w@h1/db;mysql://u@h2/db") ==
         V{"mysql://u:p;w@h1/db", "mysql://u@h2/db"});
   CHECK(dlock::SplitServerUrls("u:p;mysql@tcp(h)/db") == V{"u:p;mysql@tcp(h)/db"});
+  // A DSN is never split, whatever its raw password holds (fuzz_url: the
+  // password must not change how the string is read).
+  CHECK(dlock::SplitServerUrls("u:p;mysql://x@tcp(h)/db") == V{"u:p;mysql://x@tcp(h)/db"});
+  // In a URL, such a ';' separates; %3B is the password's own.
+  CHECK(dlock::SplitServerUrls("mysql://u:p%3Bmysql://x@h/db") == V{"mysql://u:p%3Bmysql://x@h/db"});
 }
 
 TEST_CASE("server identities: canonical, no password, duplicates refused") {

@@ -273,8 +273,11 @@ typedef struct dlock_client dlock_client;
  *   Several independent servers (lock traffic beyond one server): full
  *       URLs joined by ';', e.g. mysql://app@db1/app;mysql://app@db2/app
  *       (split only where a new mysql://, mariadb://, jdbc:mysql:// or
- *       jdbc:mariadb:// URL begins, so a ';' in a password stays; not a
- *       go-sql-driver DSN; each may be a multi-host URL; at most 64; cfg
+ *       jdbc:mariadb:// URL begins, so a ';' in a password stays unless
+ *       such a scheme follows it: write that one as %3B; a string that
+ *       does not start with one of these URLs is never split, so a
+ *       go-sql-driver DSN cannot be a member; each may be a multi-host
+ *       URL; at most 64; cfg
  *       applies to each). Every key lives on one server, chosen by
  *       rendezvous hashing of the server's identity and the key (README,
  *       Topologies; dlock_client_server_of), and every call on a lock goes

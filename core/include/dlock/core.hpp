@@ -101,7 +101,9 @@ class Events;
 // each possibly a multi-host Galera URL): full URLs joined by ';', split only
 // where a new mysql://, mariadb://, jdbc:mysql:// or jdbc:mariadb:// URL
 // begins (so a ';' in a password, a database name or an option value does
-// not split; a go-sql-driver DSN cannot be a member). Every key lives on
+// not split, unless a URL's scheme follows it: write that ';' as %3B), and
+// only when the string itself starts with such a URL (a go-sql-driver DSN is
+// never split and cannot be a member). Every key lives on
 // exactly one of them, chosen by rendezvous (highest random weight) hashing:
 // the server whose RendezvousScore(identity, key) is highest (ties: the
 // smaller identity), so the choice depends only on the set of identities and
