@@ -138,6 +138,15 @@ Status ServerIds(const std::string& url, const Config& cfg, std::vector<std::str
       return Status(s.code(), "server " + std::to_string(i + 1) + " of " +
                                   std::to_string(urls.size()) + " in the URL: " + s.message());
     }
+    // Connector/C takes a lone host "localhost" as its default unix socket,
+    // port ignored, while other spellings (127.0.0.1:PORT, the bindings'
+    // own rewriting) reach the port: one server under two identities, and
+    // clients given the same list would place a key differently. Refused.
+    if (urls.size() > 1 && o.socket.empty() && o.nodes.empty() && LowerAscii(o.host) == "localhost")
+      return Status::Invalid("server " + std::to_string(i + 1) + " of " +
+                             std::to_string(urls.size()) +
+                             " in the URL: host localhost is the default unix socket whatever the "
+                             "port; in a list of servers write 127.0.0.1:PORT, or ?socket=PATH");
     std::string id = ServerIdentity(o);
     for (size_t j = 0; j < out->size(); ++j)
       if ((*out)[j] == id)

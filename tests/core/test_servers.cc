@@ -140,3 +140,17 @@ TEST_CASE("a URL of several servers without its passwords") {
   REQUIRE(dlock::UrlWithoutPassword("mysql://u:s1@h1/db;mysql://v:s2@h2:3307/db?pool=2", &out).ok());
   CHECK(out == "mysql://u@h1/db;mysql://v@h2:3307/db?pool=2");
 }
+
+TEST_CASE("servers: localhost in a list of servers is refused (it is the unix socket, ports ignored)") {
+  std::vector<std::string> ids;
+  dlock::Config none;
+  dlock::Status s = dlock::ServerIds("mysql://u@localhost:3307/app;mysql://u@127.0.0.1:3308/app",
+                                     none, &ids);
+  CHECK(s.code() == dlock::Code::kInvalid);
+  CHECK(s.message().find("server 1 of 2") != std::string::npos);
+  CHECK(s.message().find("127.0.0.1:PORT") != std::string::npos);
+  // One server alone keeps Connector/C's meaning; a list names 127.0.0.1.
+  CHECK(dlock::ServerIds("mysql://u@localhost:3307/app", none, &ids).ok());
+  CHECK(dlock::ServerIds("mysql://u@127.0.0.1:3307/app;mysql://u@127.0.0.1:3308/app", none, &ids)
+            .ok());
+}
