@@ -10,13 +10,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 import urllib.parse
 from typing import Callable, Iterator, List
 
 import pytest
 
-from dlock_test_util import REPO, RUN
+from dlock_test_util import RUN, throwaway_server
 
 
 @pytest.fixture(scope="session")
@@ -25,17 +24,8 @@ def db_url() -> Iterator[str]:
     if url:
         yield url
         return
-    workdir = tempfile.mkdtemp(prefix="dlock-pytest-db-")
-    db_sh = str(REPO / "scripts" / "db.sh")
-    try:
-        out = subprocess.run([db_sh, "start", workdir], check=False, capture_output=True, text=True,
-                             timeout=300)
-        if out.returncode != 0:
-            pytest.fail(f"could not start a throwaway MariaDB (scripts/db.sh start): {out.stderr[-2000:]}")
-        yield out.stdout.strip().splitlines()[-1]
-    finally:
-        subprocess.run([db_sh, "destroy", workdir], check=False, capture_output=True, timeout=120)
-        shutil.rmtree(workdir, ignore_errors=True)
+    with throwaway_server("dlock-pytest-db-", "a throwaway MariaDB") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

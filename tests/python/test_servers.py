@@ -8,15 +8,16 @@ import contextlib
 import os
 import shutil
 import subprocess
-import tempfile
 import threading
+import time
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, List
 
 import pytest
 
 import dlock
-from dlock_test_util import REPO, RUN
+from dlock_test_util import RUN, throwaway_server
 
 M64 = (1 << 64) - 1
 
@@ -48,17 +49,8 @@ def db_url2() -> Iterator[str]:
         return
     if os.environ.get("DLOCK_URL"):
         pytest.skip("DLOCK_URL names the server; set DLOCK_URL2 for a second one")
-    workdir = tempfile.mkdtemp(prefix="dlock-pytest-db2-")
-    db_sh = str(REPO / "scripts" / "db.sh")
-    try:
-        out = subprocess.run([db_sh, "start", workdir], check=False, capture_output=True, text=True,
-                             timeout=300)
-        if out.returncode != 0:
-            pytest.fail(f"could not start a second MariaDB: {out.stderr[-2000:]}")
-        yield out.stdout.strip().splitlines()[-1]
-    finally:
-        subprocess.run([db_sh, "destroy", workdir], check=False, capture_output=True, timeout=120)
-        shutil.rmtree(workdir, ignore_errors=True)
+    with throwaway_server("dlock-pytest-db2-", "a second MariaDB") as url:
+        yield url
 
 
 def owners(url: str, key: str) -> List[str]:
@@ -115,7 +107,7 @@ def test_same_key_exclusive_whatever_the_order(db_url: str, db_url2: str) -> Non
                 assert second.token > first.token  # one fencing counter per key
         # Threads of both clients on one key: never two inside.
         k = f"pytest:{RUN}:srvx:threads"
-        inside, overlaps = [0], [0]
+        inside, overlaps, rounds = [0], [0], [0]
         guard = threading.Lock()
 
         def worker(c: dlock.Client) -> None:
@@ -124,14 +116,17 @@ def test_same_key_exclusive_whatever_the_order(db_url: str, db_url2: str) -> Non
                     with guard:
                         inside[0] += 1
                         overlaps[0] += inside[0] > 1
+                    time.sleep(0.002)  # inside a while: an overlap has room to show
                     with guard:
                         inside[0] -= 1
+                        rounds[0] += 1
 
-        ts = [threading.Thread(target=worker, args=(c,)) for c in (a, b, a, b)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
+        # .result() re-raises a worker's exception: a thread that died does
+        # not leave the checks below passing on the rounds it never ran.
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            for f in [pool.submit(worker, c) for c in (a, b, a, b)]:
+                f.result()
+        assert rounds[0] == 80
         assert overlaps[0] == 0
     finally:
         a.close()
