@@ -978,17 +978,26 @@ class SeveralServersTest(unittest.TestCase):
     on each server."""
 
     def rows(self, url, key):
-        from urllib.parse import urlsplit
+        from urllib.parse import unquote, urlsplit
         u = urlsplit(url)
-        r = subprocess.run(["mariadb", "--no-defaults", "-N", "-h", u.hostname, "-P", str(u.port),
-                            "-u", u.username or "root", u.path.lstrip("/"), "-e",
+        env = dict(os.environ)
+        if u.password:
+            env["MYSQL_PWD"] = unquote(u.password)  # not on the command line
+        r = subprocess.run(["mariadb", "--no-defaults", "-N", "-h", u.hostname or "127.0.0.1",
+                            "-P", str(u.port or 3306), "-u", unquote(u.username or "root"),
+                            u.path.lstrip("/"), "-e",
                             f"SELECT COUNT(*) FROM distributed_lock WHERE lock_key = '{key}'"
                             " AND owner <> ''"],
-                           capture_output=True, text=True, timeout=30)
+                           capture_output=True, text=True, timeout=30, env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
         return int(r.stdout.strip())
 
     def test_keys_on_their_servers_and_exclusive_in_any_order(self):
+        # The values core_unit pins: this reimplementation is the core's hash.
+        self.assertEqual(rendezvous_score("", "a"), 0x16bc26fa3458bfad)
+        self.assertEqual(rendezvous_score(
+            "127.0.0.1:3306/app?table=distributed_lock&row_table=fixed_lock", "job:42"),
+            0xa4735ba980518465)
         urls = [URL, url2()]
         both, reverse = ";".join(urls), ";".join(reversed(urls))
         ids = [server_identity(u) for u in urls]
