@@ -427,6 +427,10 @@ def test_holder_node_frozen_multi_url_keeps_renewing(cluster: Cluster, key: str,
         assert c.token == token + 1
         c.release()
     finally:
+        # A failed check above leaves node 3 frozen: end it first, or
+        # close's release waits the read timeout (30 s) on it.
+        while node3_thawed:
+            cluster.kill_frozen(node3_thawed.pop())
         holder.close()
         contender.close()
 
