@@ -84,9 +84,14 @@ Statements CommonStatements(const ClientOptions& opts) {
   const std::string r = QuoteIdent(opts.row_table);
 
   // Lease (lease_scheme.cc). The acquire is each dialect's own.
-  s.lease.renew = "UPDATE " + t + " SET expire_time = " + kNow +
-                  " + INTERVAL ? MICROSECOND WHERE lock_key = ? AND owner = ? AND expire_time >= " +
-                  kNow;
+  // A renewal never moves the expiry back: one that ran late (sent before a
+  // cut, executed after the renewal that replaced it, with the older NOW)
+  // would otherwise shorten the lease below what the holder was told. The
+  // 1 us step keeps the row changed, so the affected count still says "ours
+  // and live" without CLIENT_FOUND_ROWS.
+  const std::string extend = " SET expire_time = GREATEST(expire_time + INTERVAL 1 MICROSECOND, " + kNow +
+                             " + INTERVAL ? MICROSECOND)";
+  s.lease.renew = "UPDATE " + t + extend + " WHERE lock_key = ? AND owner = ? AND expire_time >= " + kNow;
   // Release frees the row in place (the fence survives) and reports through
   // LAST_INSERT_ID whether the lease was still live by the DB clock.
   s.lease.release = "UPDATE " + t + " SET owner = '', expire_time = IF(LAST_INSERT_ID(expire_time >= " +
@@ -113,8 +118,7 @@ Statements CommonStatements(const ClientOptions& opts) {
   for (size_t n = 1; n <= kMaxRenewBatch; n <<= 1) {
     const std::string in = Placeholders(n);
     const std::string where = " WHERE lock_key IN (" + in + ") AND owner IN (" + in + ")";
-    s.renew.batch.push_back("UPDATE " + t + " SET expire_time = " + kNow +
-                            " + INTERVAL ? MICROSECOND" + where + " AND expire_time >= " + kNow);
+    s.renew.batch.push_back("UPDATE " + t + extend + where + " AND expire_time >= " + kNow);
     s.renew.check.push_back("SELECT lock_key, owner, TIMESTAMPDIFF(MICROSECOND, " + kNow +
                             ", expire_time) FROM " + t + where);
   }

@@ -105,7 +105,8 @@ TEST_CASE("dialect mariadb: the statements it sends") {
   CHECK(std::string(s.dialect) == "mariadb");
   CHECK(s.lease.acquire == kMariaDbAcquire);
   CHECK(s.lease.renew ==
-        "UPDATE `distributed_lock` SET expire_time = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
+        "UPDATE `distributed_lock` SET expire_time = GREATEST(expire_time + INTERVAL 1 MICROSECOND, "
+        "UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
         "WHERE lock_key = ? AND owner = ? AND expire_time >= UTC_TIMESTAMP(6)");
   CHECK(s.lease.release ==
         "UPDATE `distributed_lock` SET owner = '', expire_time = IF(LAST_INSERT_ID(expire_time >= "
@@ -123,7 +124,8 @@ TEST_CASE("dialect mariadb: the statements it sends") {
   REQUIRE(s.renew.batch.size() == 11);  // 1, 2, 4 .. 1024 leases
   REQUIRE(s.renew.check.size() == 11);
   CHECK(s.renew.batch[1] ==
-        "UPDATE `distributed_lock` SET expire_time = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
+        "UPDATE `distributed_lock` SET expire_time = GREATEST(expire_time + INTERVAL 1 MICROSECOND, "
+        "UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
         "WHERE lock_key IN (?,?) AND owner IN (?,?) AND expire_time >= UTC_TIMESTAMP(6)");
   CHECK(s.renew.check[0] ==
         "SELECT lock_key, owner, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expire_time) FROM "

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core_test_util.h"
+#include "dialect.h"
 #include "lock_impl.h"
 
 namespace dlock {
@@ -299,6 +300,41 @@ TEST_CASE("lease: renew extends by the database clock") {
   SqlRow row = LeaseRow(admin, key);
   CHECK(*row[0] == owner);
   CHECK(std::stoull(*row[2]) == token);
+  DT_CHECK_CODE(a->Release(), Code::kOk);
+}
+
+TEST_CASE("lease: a renewal that runs late, with an older NOW, never shortens the lease") {
+  // A renewal cut off on a stalled connection can still run on the server
+  // after the one that replaced it; its NOW is then older. Replayed here
+  // with SET timestamp five seconds back, through the library's own renew
+  // statement: the expiry the holder was given must not move back.
+  Admin admin;
+  auto c = OpenClient();
+  const std::string key = kPrefix + "late_renew";
+  auto a = OpenLock(c, key, "lease", 10000);
+  DT_REQUIRE_CODE(a->Try(0), Code::kOk);
+  const std::string expiry_us =
+      "SELECT TIMESTAMPDIFF(MICROSECOND, '2000-01-01', expire_time) FROM distributed_lock WHERE lock_key = " +
+      Lit(key);
+  const int64_t before = admin.Int(expiry_us);
+  std::string sql = dlock::kMariaDbDialect.build(dlock::ClientOptions(), true).lease.renew;
+  for (const std::string& v : {std::string("10000000"), Lit(key), Lit(a->owner())}) {
+    const size_t q = sql.find('?');
+    REQUIRE(q != std::string::npos);
+    sql.replace(q, 1, v);
+  }
+  admin.Exec("SET timestamp = UNIX_TIMESTAMP(UTC_TIMESTAMP(6)) - 5");
+  const std::string err = admin.TryExec(sql);
+  admin.Exec("SET timestamp = DEFAULT");
+  REQUIRE(err.empty());
+  const int64_t after = admin.Int(expiry_us);
+  INFO("expiry moved by " << (after - before) << " us");
+  CHECK(after >= before);
+  CHECK(after <= before + 1000);  // the late one adds only its 1 us step
+  // The holder's own renewals go on as before.
+  DT_CHECK_CODE(a->Renew(), Code::kOk);
+  CHECK(admin.Int(expiry_us) > after);
+  CHECK(a->state() == LockState::kHeld);
   DT_CHECK_CODE(a->Release(), Code::kOk);
 }
 
