@@ -150,6 +150,9 @@ Statements CommonStatements(const ClientOptions& opts) {
   s.schema.columns =
       "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS "
       "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?";
+  s.schema.triggers =
+      "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS "
+      "WHERE EVENT_OBJECT_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = ? ORDER BY TRIGGER_NAME";
 
   // The operator's (admin.cc).
   s.admin.list = "SELECT " + LeaseColumns() + " FROM " + t + " WHERE expire_time >= " + kNow +

@@ -99,6 +99,7 @@ struct TableSql {
   std::string seed;     // seeds the fencing-floor row (idempotent)
   std::string epoch;    // moves the floor to the next epoch (kFenceEpoch)
   std::string columns;  // params: table -> COLUMN_NAME, COLUMN_TYPE
+  std::string triggers; // params: table -> TRIGGER_NAME (those the user may see)
 };
 
 // The operator's statements (admin.cc, `dlock list/release/doctor`). A lease

@@ -24,6 +24,14 @@ Status LeaseAcquire(ClientImpl& client, const std::string& key, const std::strin
     if (!s.ok()) return s;
     // 1 = inserted, 2 = took over / repeated our own; 0 = held by another.
     out->won = r.affected > 0;
+    // Every token is 1 or more, so a win without one means the server did
+    // not report LAST_INSERT_ID: a trigger on the table (schema.cc). Never
+    // hand out a lease without its token; this one runs out by its ttl.
+    if (out->won && r.insert_id == 0)
+      return Status(Code::kDb, "acquire: the server reported no fencing token for the lease it "
+                               "granted (is there a trigger on the lock table? dlock needs "
+                               "LAST_INSERT_ID() reported; drop the trigger or use another table=); "
+                               "the lease is not used and runs out by its ttl");
     out->sent_at = sent;
     out->fence = out->won ? r.insert_id : 0;
     out->remaining_us = out->won ? ttl_ms * 1000 : static_cast<int64_t>(r.insert_id);

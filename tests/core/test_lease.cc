@@ -35,10 +35,23 @@ namespace {
 const std::string kPrefix = UniquePrefix("lease");
 
 // Microseconds the database says are left on key's lease.
-int64_t DbRemainingUs(Admin& admin, const std::string& key) {
-  return admin.Int("SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expire_time) FROM distributed_lock WHERE lock_key = " +
-                   Lit(key));
+int64_t DbRemainingUs(Admin& admin, const std::string& key, const std::string& table = "distributed_lock") {
+  return admin.Int("SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expire_time) FROM `" + table +
+                   "` WHERE lock_key = " + Lit(key));
 }
+
+// A lock table of the test's own, dropped at the end: for what must not
+// touch the table other suites share (a trigger makes the server report
+// LAST_INSERT_ID as 0 for every session's statements on its table).
+struct OwnTable {
+  Admin& admin;
+  std::string name;
+  OwnTable(Admin& a, const std::string& what) : admin(a), name("dlt_" + what + "_" + std::to_string(getpid())) {
+    Drop();
+  }
+  ~OwnTable() { Drop(); }
+  void Drop() { admin.TryExec("DROP TABLE IF EXISTS `" + name + "`, `" + name + "_fence`"); }
+};
 
 // The server's clock, in microseconds (for comparing how far it and ours
 // advanced over a test).
@@ -338,6 +351,32 @@ TEST_CASE("lease: a renewal that runs late, with an older NOW, never shortens th
   DT_CHECK_CODE(a->Release(), Code::kOk);
 }
 
+TEST_CASE("lease: a trigger on the lock table is refused at open; a win without its token is never used") {
+  // With a BEFORE trigger on the table, the server reports LAST_INSERT_ID
+  // as 0, and with it every token and outcome dlock reads.
+  Admin admin;
+  OwnTable table(admin, "trigger");
+  dlock::Config ccfg;
+  REQUIRE(ccfg.Set("table", table.name).ok());
+  auto before = OpenClient(ccfg);  // opened (and checked) before the trigger
+  const std::string trigger = "dlt_trg_" + std::to_string(getpid());
+  admin.Exec("CREATE TRIGGER " + trigger + " BEFORE INSERT ON `" + table.name +
+             "` FOR EACH ROW SET NEW.create_time = NEW.create_time");
+  std::shared_ptr<dlock::Client> after;
+  dlock::Status s = dlock::Client::Open(dlock_test_url(), ccfg, &after);
+  CHECK(s.code() == Code::kDb);
+  CHECK_MESSAGE(s.message().find("has a trigger (" + trigger + ")") != std::string::npos, s.message());
+  CHECK_MESSAGE(s.message().find("LAST_INSERT_ID") != std::string::npos, s.message());
+  // The client opened before it: its acquire of a new key wins on the
+  // server but comes back without a token, and is refused, not held.
+  auto a = OpenLock(before, kPrefix + "trigger", "lease", 5000);
+  s = a->Try(0);
+  CHECK(s.code() == Code::kDb);
+  CHECK_MESSAGE(s.message().find("no fencing token") != std::string::npos, s.message());
+  CHECK(a->state() != LockState::kHeld);
+  CHECK(a->token() == 0);
+}
+
 TEST_CASE("lease: a non-owner's release and renew never touch the holder's row") {
   Admin admin;
   auto c1 = OpenClient();
@@ -489,12 +528,15 @@ TEST_CASE("lease: the holder's deadline comes before the server's: from the send
 // left, and the lease is lost when the server's expiry comes, not later.
 TEST_CASE("lease: a watchdog renewal that did not extend the row never moves the deadline past the server's") {
   Admin admin;
-  auto c = OpenClient();
+  OwnTable table(admin, "unextended");
+  dlock::Config ccfg;
+  REQUIRE(ccfg.Set("table", table.name).ok());
+  auto c = OpenClient(ccfg);  // creates the table; the trigger comes after the open's check
   const std::string key = kPrefix + "unextended";
   const std::string trigger = "dlock_test_" + std::to_string(getpid()) + "_keep_expiry";
   admin.Exec("DROP TRIGGER IF EXISTS " + trigger);
   admin.Exec("CREATE TRIGGER " + trigger +
-             " BEFORE UPDATE ON distributed_lock FOR EACH ROW"
+             " BEFORE UPDATE ON `" + table.name + "` FOR EACH ROW"
              " IF NEW.lock_key = " + Lit(key) + " AND NEW.owner = OLD.owner AND NEW.owner <> ''"
              " THEN SET NEW.expire_time = OLD.expire_time; END IF");
   struct DropTrigger {
@@ -508,14 +550,14 @@ TEST_CASE("lease: a watchdog renewal that did not extend the row never moves the
   std::unique_ptr<dlock::Lock> w;
   REQUIRE(dlock::Lock::Open(c, key, cfg, &w).ok());
   DT_REQUIRE_CODE(w->Try(0), Code::kOk);
-  const int64_t db_expiry = DbNowUs(admin) + DbRemainingUs(admin, key);
+  const int64_t db_expiry = DbNowUs(admin) + DbRemainingUs(admin, key, table.name);
   // The server's expiry stays where the acquire put it (the trigger), so
   // ours, read after the server's, must be below it at every read.
   int checks = 0;
   // Bounded: a lease the server lets run out in 3 s is lost well within 10.
   const auto give_up = Clock::now() + std::chrono::seconds(10);
   while (w->state() == LockState::kHeld && Clock::now() < give_up) {
-    const int64_t db_us = DbRemainingUs(admin, key);
+    const int64_t db_us = DbRemainingUs(admin, key, table.name);
     const int64_t ours_ms = w->remaining_ms();
     INFO("check " << checks << ": ours " << ours_ms << " ms, the server's " << db_us << " us");
     REQUIRE(ours_ms * 1000 <= std::max<int64_t>(db_us, 0));
