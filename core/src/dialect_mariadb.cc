@@ -22,6 +22,10 @@ Statements Build(const ClientOptions& opts, bool /*on_mariadb*/) {
   // our own acquisition (a retry after a dropped connection). Assignment
   // order matters: fence and create_time read the old expiry, owner is
   // decided next, expire_time last (it compares against the new owner).
+  // Our own repeat only moves the expiry forward, by 1 us at least (so
+  // that it counts as a change: a win is affected rows > 0), like a
+  // renewal: a repeat that runs late, with an older NOW, never shortens
+  // the lease its holder was given.
   // The fence of a new row starts above every token that cleanup deleted
   // (the floor, read with a share lock so that cleanup cannot slip between).
   // When busy, the holder's remaining microseconds come back through
@@ -36,7 +40,8 @@ Statements Build(const ClientOptions& opts, bool /*on_mariadb*/) {
       "fence + 0 * LAST_INSERT_ID(GREATEST(0, TIMESTAMPDIFF(MICROSECOND, " + now + ", expire_time))))), "
       "create_time = IF(expire_time < " + now + ", " + now + ", create_time), "
       "owner = IF(expire_time < " + now + " OR owner = VALUES(owner), VALUES(owner), owner), "
-      "expire_time = IF(owner = VALUES(owner), VALUES(expire_time), expire_time)";
+      "expire_time = IF(owner = VALUES(owner), "
+      "GREATEST(expire_time + INTERVAL 1 MICROSECOND, VALUES(expire_time)), expire_time)";
   // Never blocks behind a holder for long: a duplicate takes a share lock on
   // the existing row, which the holder has locked exclusively.
   s.row.create = "SET STATEMENT innodb_lock_wait_timeout=1 FOR INSERT IGNORE INTO " + r +

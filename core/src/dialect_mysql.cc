@@ -41,7 +41,8 @@ Statements Build(const ClientOptions& opts, bool on_mariadb) {
                 ", expire_time))))), "
                 "create_time = IF(expire_time < " + now + ", " + now + ", create_time), "
                 "owner = IF(expire_time < " + now + " OR owner = new.owner, new.owner, owner), "
-                "expire_time = IF(owner = new.owner, new.expire_time, expire_time)";
+                "expire_time = IF(owner = new.owner, "
+                "GREATEST(expire_time + INTERVAL 1 MICROSECOND, new.expire_time), expire_time)";
   // Run between set_wait(1) and restore_wait: a duplicate takes a share lock
   // on the existing row, which its holder has locked exclusively.
   s.row.create = "INSERT IGNORE INTO " + r + " (lock_name, updated_time) VALUES (?, " + now + ")";

@@ -64,7 +64,8 @@ const std::string kMariaDbAcquire =
     "LAST_INSERT_ID(GREATEST(0, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expire_time))))), "
     "create_time = IF(expire_time < UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), create_time), owner = "
     "IF(expire_time < UTC_TIMESTAMP(6) OR owner = VALUES(owner), VALUES(owner), owner), "
-    "expire_time = IF(owner = VALUES(owner), VALUES(expire_time), expire_time)";
+    "expire_time = IF(owner = VALUES(owner), GREATEST(expire_time + INTERVAL 1 MICROSECOND, "
+    "VALUES(expire_time)), expire_time)";
 
 const std::string kMySqlAcquire =
     "INSERT INTO `distributed_lock` (lock_key, owner, expire_time, create_time, fence) VALUES (?, "
@@ -75,7 +76,8 @@ const std::string kMySqlAcquire =
     "LAST_INSERT_ID(GREATEST(0, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expire_time))))), "
     "create_time = IF(expire_time < UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), create_time), owner = "
     "IF(expire_time < UTC_TIMESTAMP(6) OR owner = new.owner, new.owner, owner), "
-    "expire_time = IF(owner = new.owner, new.expire_time, expire_time)";
+    "expire_time = IF(owner = new.owner, GREATEST(expire_time + INTERVAL 1 MICROSECOND, "
+    "new.expire_time), expire_time)";
 
 }  // namespace
 

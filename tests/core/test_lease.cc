@@ -4,6 +4,7 @@
 #include <atomic>
 #include <climits>
 #include <thread>
+#include <vector>
 
 #include "core_test_util.h"
 #include "dialect.h"
@@ -316,11 +317,31 @@ TEST_CASE("lease: renew extends by the database clock") {
   DT_CHECK_CODE(a->Release(), Code::kOk);
 }
 
-TEST_CASE("lease: a renewal that runs late, with an older NOW, never shortens the lease") {
-  // A renewal cut off on a stalled connection can still run on the server
-  // after the one that replaced it; its NOW is then older. Replayed here
-  // with SET timestamp five seconds back, through the library's own renew
-  // statement: the expiry the holder was given must not move back.
+namespace {
+
+// Runs one of the library's own lease statements by hand, its parameters
+// filled in as literals, with the session's NOW set five seconds back: a
+// statement that was cut off on a stalled connection and ran late.
+std::string RunWithOlderNow(Admin& admin, std::string sql, const std::vector<std::string>& params) {
+  for (const std::string& v : params) {
+    const size_t q = sql.find('?');
+    REQUIRE(q != std::string::npos);
+    sql.replace(q, 1, v);
+  }
+  REQUIRE(sql.find('?') == std::string::npos);
+  admin.Exec("SET timestamp = UNIX_TIMESTAMP(UTC_TIMESTAMP(6)) - 5");
+  const std::string err = admin.TryExec(sql);
+  admin.Exec("SET timestamp = DEFAULT");
+  return err;
+}
+
+}  // namespace
+
+TEST_CASE("lease: a renewal or a repeated acquire that runs late, with an older NOW, never shortens the lease") {
+  // A renewal (or an acquire re-run after a drop) cut off on a stalled
+  // connection can still run on the server after the one that replaced it;
+  // its NOW is then older. Replayed here through the library's own
+  // statements: the expiry the holder was given must not move back.
   Admin admin;
   auto c = OpenClient();
   const std::string key = kPrefix + "late_renew";
@@ -329,24 +350,30 @@ TEST_CASE("lease: a renewal that runs late, with an older NOW, never shortens th
   const std::string expiry_us =
       "SELECT TIMESTAMPDIFF(MICROSECOND, '2000-01-01', expire_time) FROM distributed_lock WHERE lock_key = " +
       Lit(key);
-  const int64_t before = admin.Int(expiry_us);
-  std::string sql = dlock::kMariaDbDialect.build(dlock::ClientOptions(), true).lease.renew;
-  for (const std::string& v : {std::string("10000000"), Lit(key), Lit(a->owner())}) {
-    const size_t q = sql.find('?');
-    REQUIRE(q != std::string::npos);
-    sql.replace(q, 1, v);
+  const dlock::Statements sql = dlock::kMariaDbDialect.build(dlock::ClientOptions(), true);
+  const std::vector<std::string> params = {Lit(key), Lit(a->owner()), "10000000"};
+  SUBCASE("the renewal") {
+    const int64_t before = admin.Int(expiry_us);
+    REQUIRE(RunWithOlderNow(admin, sql.lease.renew, {"10000000", Lit(key), Lit(a->owner())}).empty());
+    const int64_t after = admin.Int(expiry_us);
+    INFO("expiry moved by " << (after - before) << " us");
+    CHECK(after >= before);
+    CHECK(after <= before + 1000);  // the late one adds only its 1 us step
   }
-  admin.Exec("SET timestamp = UNIX_TIMESTAMP(UTC_TIMESTAMP(6)) - 5");
-  const std::string err = admin.TryExec(sql);
-  admin.Exec("SET timestamp = DEFAULT");
-  REQUIRE(err.empty());
-  const int64_t after = admin.Int(expiry_us);
-  INFO("expiry moved by " << (after - before) << " us");
-  CHECK(after >= before);
-  CHECK(after <= before + 1000);  // the late one adds only its 1 us step
+  SUBCASE("the acquire, repeated by its owner") {
+    const int64_t before = admin.Int(expiry_us);
+    const int64_t fence = admin.Int("SELECT fence FROM distributed_lock WHERE lock_key = " + Lit(key));
+    REQUIRE(RunWithOlderNow(admin, sql.lease.acquire, params).empty());
+    const int64_t after = admin.Int(expiry_us);
+    INFO("expiry moved by " << (after - before) << " us");
+    CHECK(after >= before);
+    CHECK(after <= before + 1000);
+    CHECK(admin.Int("SELECT fence FROM distributed_lock WHERE lock_key = " + Lit(key)) == fence);
+  }
   // The holder's own renewals go on as before.
+  const int64_t late = admin.Int(expiry_us);
   DT_CHECK_CODE(a->Renew(), Code::kOk);
-  CHECK(admin.Int(expiry_us) > after);
+  CHECK(admin.Int(expiry_us) > late);
   CHECK(a->state() == LockState::kHeld);
   DT_CHECK_CODE(a->Release(), Code::kOk);
 }
