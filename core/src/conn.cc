@@ -102,12 +102,9 @@ void NoteNodeUp(const std::string& id) {
   d.since.erase(id);
 }
 
-// Galera: the node cannot serve lock statements (1047: not in the primary
-// component; 1180: lost it during commit); the session is given up so that
-// the retry goes to another node (1180's outcome is unknown: re-checked).
-bool IsNodeError(unsigned err) { return err == ER_UNKNOWN_COM_ERROR || err == ER_ERROR_DURING_COMMIT; }
-
 }  // namespace
+
+bool IsNodeError(unsigned err) { return err == ER_UNKNOWN_COM_ERROR || err == ER_ERROR_DURING_COMMIT; }
 
 bool IsConnectionError(unsigned err) {
   switch (err) {
