@@ -65,6 +65,10 @@ bool IsOutcomeUnknown(unsigned err);
 // node (1180's outcome is unknown: re-checked there); elsewhere they are
 // plain server errors.
 bool IsNodeError(unsigned err);
+// For messages: what a Galera node outside the primary component is, and
+// what the user can do about it.
+extern const char kNotPrimary[];
+extern const char kQuorumAdvice[];
 
 // What a retried statement runs on: the part of a connection that
 // RunIdempotent (retry.h) and the attempts it runs need. Conn is the real

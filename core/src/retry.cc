@@ -22,7 +22,7 @@ namespace {
 const char* WhyUnknown(int err) {
   return IsNodeError(static_cast<unsigned>(err))
              ? "its Galera node lost the cluster's primary component (quorum lost) with the "
-               "statement in flight, so it may have run"
+               "statement in flight"
              : "the connection failed while the statement was in flight";
 }
 
@@ -51,8 +51,8 @@ Status RunIdempotent(SqlConn* preferred, ConnSource* fresh, const RetryPolicy& p
     if (!in_doubt || IsOutcomeUnknown(static_cast<unsigned>(s.server_errno())))
       return GaveUp(s, p.what);
     return Status(Code::kUnknown,
-                  std::string(p.what) + ": an earlier attempt's outcome is unknown (" +
-                      WhyUnknown(doubt_errno) + "), and no later one could re-check; " + s.message(),
+                  std::string(p.what) + ": an earlier attempt may have run, as " +
+                      WhyUnknown(doubt_errno) + ", and no later one could re-check; " + s.message(),
                   s.server_errno() != 0 ? s.server_errno() : doubt_errno);
   };
   for (;;) {
