@@ -134,9 +134,11 @@ DLOCK_PYTHON=$py bindings/java/run-tests.sh build || failed+=("mvn test")
 # A real 3-node Galera cluster (scripts/galera.sh, started and destroyed by
 # the suite): exclusion and fencing across nodes, certification conflicts,
 # row locks refused, polling waiters, the holder's node SIGKILLed (one-node
-# and multi-host URL) and frozen (SIGSTOP, multi-host URL), each restarted.
-# About 2-2.5 minutes in all (the cluster's start ~25 s; the multi-host kill
-# and freeze tests ~65 s of it with their node restarts).
+# and multi-host URL) and frozen (SIGSTOP, multi-host URL), each restarted;
+# quorum loss: the holder's node isolated (gmcast.isolate), and two of three
+# nodes frozen, each restored. About 2.2-2.5 minutes in all (measured
+# 135-150 s, once with both cores busy; the cluster's start 10-16 s; the
+# multi-host kill and freeze tests ~55 s, the quorum tests ~45 s of it).
 if [ -n "$py" ]; then
   section "Galera cluster (3 nodes on loopback, tests/galera)"
   "$py" -m pytest -q -rs tests/galera || failed+=("galera tests")

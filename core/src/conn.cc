@@ -102,12 +102,14 @@ void NoteNodeUp(const std::string& id) {
   d.since.erase(id);
 }
 
-// Galera: the node cannot serve lock statements (1047: not in the primary
-// component; 1180: lost it during commit); the session is given up so that
-// the retry goes to another node (1180's outcome is unknown: re-checked).
+}  // namespace
+
 bool IsNodeError(unsigned err) { return err == ER_UNKNOWN_COM_ERROR || err == ER_ERROR_DURING_COMMIT; }
 
-}  // namespace
+const char kNotPrimary[] = "not in the cluster's primary component (quorum lost)";
+const char kQuorumAdvice[] =
+    "another node may still serve (a URL naming several nodes, mysql://u@h1:p1,h2:p2,h3:p3/db, "
+    "goes to it), else wait until the cluster has its quorum again";
 
 bool IsConnectionError(unsigned err) {
   switch (err) {
@@ -199,6 +201,8 @@ Status Conn::Connect(const ClientOptions& o, std::unique_ptr<Conn>* out) {
     }
   }
   Code code = all_read_only ? Code::kReadOnly : Code::kConnect;
+  if (why.find(kNotPrimary) != std::string::npos)
+    why += "; wait until the cluster has its quorum again";
   return Status(code, "no healthy node among the URL's " + std::to_string(o.nodes.size()) +
                           " hosts: " + why,
                 first_error.ok() ? 0 : first_error.server_errno());
@@ -338,13 +342,24 @@ Status Conn::Fail(const char* what, unsigned err, const char* msg) {
     broken_ = true;
     if (!aborted_.load()) NoteNodeDown(node_);  // for multi-host URLs: try the others first
   }
+  Code code = ClassifyError(err);
+  std::string why;
   if (server_.galera && IsNodeError(err)) {
     broken_ = true;  // this node cannot serve locks now: the retry goes elsewhere
     NoteNodeDown(node_);
+    // The server's words ("WSREP has not yet prepared node for application
+    // use") do not say what happened or what to do.
+    if (err == ER_UNKNOWN_COM_ERROR) {
+      code = Code::kConnect;  // never ran; as a node the pool refuses to use
+      why = std::string(": this Galera node is ") + kNotPrimary + "; " + kQuorumAdvice;
+    } else {
+      why = std::string(": this Galera node lost the cluster's primary component (quorum lost) "
+                        "with the statement in flight; ") + kQuorumAdvice;
+    }
   }
-  return Status(ClassifyError(err),
+  return Status(code,
                 std::string(what) + " on " + where_ + ": " + PrintableText(msg) + " (" +
-                    std::to_string(err) + ")",
+                    std::to_string(err) + ")" + why,
                 static_cast<int>(err));
 }
 
@@ -393,9 +408,12 @@ Status Conn::ReadGaleraHealth(const Dialect& family) {
     else state = value;
   }
   mysql_free_result(res);
-  if (strcasecmp(ready.c_str(), "ON") != 0) server_.unhealthy = "wsrep_ready=" + PrintableText(ready);
-  else if (status != "Primary")
-    server_.unhealthy = "wsrep_cluster_status=" + PrintableText(status) + " (not in the primary component)";
+  // The component first: a node that lost quorum also says wsrep_ready=OFF,
+  // which alone would not tell the user why.
+  if (status != "Primary")
+    server_.unhealthy = "wsrep_cluster_status=" + PrintableText(status) + ": " + kNotPrimary;
+  else if (strcasecmp(ready.c_str(), "ON") != 0)
+    server_.unhealthy = "wsrep_ready=" + PrintableText(ready);
   else if (state != "Synced")
     server_.unhealthy = "wsrep_local_state_comment=" + PrintableText(state) + " (not Synced)";
   else if (session_on == "0")

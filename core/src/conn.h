@@ -59,6 +59,16 @@ struct ServerInfo {
 bool IsConnectionError(unsigned err);
 // Errors after which a statement's outcome is unknown (it may have committed).
 bool IsOutcomeUnknown(unsigned err);
+// Galera: errors after which the node cannot serve lock statements (1047:
+// not in the primary component; 1180: lost it during commit). On a Galera
+// server Conn gives the session up (broken) so that the retry goes to another
+// node (1180's outcome is unknown: re-checked there); elsewhere they are
+// plain server errors.
+bool IsNodeError(unsigned err);
+// For messages: what a Galera node outside the primary component is, and
+// what the user can do about it.
+extern const char kNotPrimary[];
+extern const char kQuorumAdvice[];
 
 // What a retried statement runs on: the part of a connection that
 // RunIdempotent (retry.h) and the attempts it runs need. Conn is the real

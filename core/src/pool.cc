@@ -91,8 +91,11 @@ Status Pool::Get(Clock::time_point deadline, PooledConn* out, const std::functio
         // A Galera node outside the primary component (quorum lost) answers
         // but fails every lock statement with 1047: say so now. (A node that
         // is only not Synced, a donor, is used when it is the URL's one host.)
-        s = Status(Code::kConnect, "Galera node " + opts_.Where() +
-                                       " cannot take locks: " + c->server().unhealthy);
+        const std::string& why = c->server().unhealthy;
+        s = Status(Code::kConnect,
+                   "Galera node " + opts_.Where() + " cannot take locks: " + why +
+                       (why.find(kNotPrimary) != std::string::npos ? std::string("; ") + kQuorumAdvice
+                                                                   : std::string()));
         c.reset();
       }
       if (!s.ok()) {

@@ -16,11 +16,23 @@ void JitterSleep(int attempt) {
   std::this_thread::sleep_for(std::chrono::milliseconds(d(rng)));
 }
 
+namespace {
+
+// Why an attempt ended with its outcome open, for messages.
+const char* WhyUnknown(int err) {
+  return IsNodeError(static_cast<unsigned>(err))
+             ? "its Galera node lost the cluster's primary component (quorum lost) with the "
+               "statement in flight"
+             : "the connection failed while the statement was in flight";
+}
+
+}  // namespace
+
 Status GaveUp(const Status& s, const char* what) {
   if (IsOutcomeUnknown(static_cast<unsigned>(s.server_errno())))
     return Status(Code::kUnknown,
-                  std::string(what) + ": the connection failed while the statement was in flight, "
-                  "too late to re-check; " + s.message(),
+                  std::string(what) + ": " + WhyUnknown(s.server_errno()) +
+                      ", too late to re-check; " + s.message(),
                   s.server_errno());
   return s;
 }
@@ -30,6 +42,7 @@ Status RunIdempotent(SqlConn* preferred, ConnSource* fresh, const RetryPolicy& p
   SqlConn* conn = nullptr;
   int drops = 0, deadlocks = 0;
   bool rerun = false;
+  bool node_rerun = false;  // the one re-run past the window after a Galera node error is used
   // An attempt was cut off in flight, so it may have run: until an attempt
   // answers, the call's outcome is unknown, whatever ends it.
   bool in_doubt = false;
@@ -38,8 +51,8 @@ Status RunIdempotent(SqlConn* preferred, ConnSource* fresh, const RetryPolicy& p
     if (!in_doubt || IsOutcomeUnknown(static_cast<unsigned>(s.server_errno())))
       return GaveUp(s, p.what);
     return Status(Code::kUnknown,
-                  std::string(p.what) + ": an attempt was cut off in flight and may have run, "
-                  "and no later one could re-check; " + s.message(),
+                  std::string(p.what) + ": an earlier attempt may have run, as " +
+                      WhyUnknown(doubt_errno) + ", and no later one could re-check; " + s.message(),
                   s.server_errno() != 0 ? s.server_errno() : doubt_errno);
   };
   for (;;) {
@@ -61,7 +74,14 @@ Status RunIdempotent(SqlConn* preferred, ConnSource* fresh, const RetryPolicy& p
       }
       // Dropped: re-run on a fresh connection while the call is young; a
       // server that let one statement time out is not asked for long.
-      if (++drops >= kMaxDrops || Clock::now() >= p.retry_until) return end(s);
+      // A Galera node error (1047/1180: this node lost the primary
+      // component, the cluster may not have) gets one re-run past that, on
+      // a fresh connection, which a multi-node URL's pool opens on another
+      // node: there the attempt is re-checked rather than left unknown.
+      if (++drops >= kMaxDrops || Clock::now() >= p.retry_until) {
+        if (node_rerun || !IsNodeError(static_cast<unsigned>(s.server_errno()))) return end(s);
+        node_rerun = true;
+      }
       rerun = true;
     }
     if (p.stop && p.stop()) {

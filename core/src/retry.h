@@ -83,6 +83,10 @@ using Attempt = std::function<Status(SqlConn& conn, bool rerun)>;
 //    at most kMaxDeadlocks times.
 //  - a broken connection: the attempt is run again, on a fresh one, with
 //    rerun = true, until the kMaxDrops-th drop or p.retry_until.
+//  - a connection broken by a Galera node error (1047/1180, IsNodeError):
+//    as a drop, and when that ends the re-runs, one re-run more on a fresh
+//    connection (another node, with a multi-node URL), so that a healthy
+//    node answers or re-checks before the call gives up.
 //  - p.stop is asked before every re-run: true ends the call (kCancelled).
 //  - the call ends with the status that ended it (GaveUp: kUnknown for a
 //    statement cut off in flight), except that once any attempt was cut off

@@ -24,11 +24,12 @@ namespace {
 
 // A connection whose statements fail as scripted: each Exec takes the next
 // errno (0 = success). A connection error breaks it, as with Conn, and a
-// broken one fails every later statement with 2006 before sending.
+// broken one fails every later statement with 2006 before sending. A galera
+// one is also broken by a node error (1047/1180), as Conn is on Galera.
 class FakeConn : public SqlConn {
  public:
-  FakeConn(std::string name, std::vector<unsigned> script)
-      : name_(std::move(name)), script_(script.begin(), script.end()) {}
+  FakeConn(std::string name, std::vector<unsigned> script, bool galera = false)
+      : name_(std::move(name)), script_(script.begin(), script.end()), galera_(galera) {}
   Status Exec(const std::string& sql, const std::vector<Param>&, ExecResult* out) override {
     sent_.push_back(sql);
     if (broken_) return Fail(CR_SERVER_GONE_ERROR);
@@ -49,13 +50,14 @@ class FakeConn : public SqlConn {
 
  private:
   Status Fail(unsigned err) {
-    if (dlock::IsConnectionError(err)) broken_ = true;
+    if (dlock::IsConnectionError(err) || (galera_ && dlock::IsNodeError(err))) broken_ = true;
     return Status(dlock::ClassifyError(err), name_ + " failed (" + std::to_string(err) + ")",
                   static_cast<int>(err));
   }
   std::string name_;
   std::deque<unsigned> script_;
   std::vector<std::string> sent_;
+  bool galera_;
   bool broken_ = false;
 };
 
@@ -397,4 +399,114 @@ TEST_CASE("drops and deadlocks interleaved: a deadlock does not reset the drop c
   CHECK(s.code() == Code::kConnect);  // the third drop ends it; never sent: not unknown
   CHECK(run.used == Names{"own", "f1", "f1", "f2"});
   CHECK(run.sleeps == std::vector<int>{0});
+}
+
+// Galera node errors (1047: the node is not in the primary component; 1180:
+// it lost it with the commit in flight). Conn gives such a session up, so the
+// re-run goes to a fresh connection, which the pool opens on another node of
+// a multi-node URL. Past the window of re-runs after drops, a node error still
+// gets one, so the outcome is asked of a healthy node rather than left open.
+constexpr bool kGalera = true;
+
+TEST_CASE("1180 past the window: one re-run on a fresh connection (another node), which answers") {
+  FakeConn own("node3", {ER_ERROR_DURING_COMMIT}, kGalera);
+  FakeConn f1("node1", {0}, kGalera);
+  FakeSource src({&f1});
+  Run run;
+  run.policy.retry_until = Clock::now() - std::chrono::milliseconds(1);
+  Status s = run.Go(&own, &src);
+  CHECK(s.ok());
+  CHECK(run.used == Names{"node3", "node1"});
+  CHECK(run.reruns == Flags{false, true});  // it may have run: the re-run may look (release's path)
+  CHECK(own.broken());
+  CHECK(src.calls == 1);
+}
+
+TEST_CASE("1180 at the kMaxDrops-th drop: one re-run more, which answers") {
+  FakeConn own("own", {CR_SERVER_LOST});
+  FakeConn f1("f1", {CR_SERVER_GONE_ERROR});
+  FakeConn f2("node3", {ER_ERROR_DURING_COMMIT}, kGalera);
+  FakeConn f3("node1", {0}, kGalera);
+  FakeSource src({&f1, &f2, &f3});
+  Run run;
+  Status s = run.Go(&own, &src);
+  CHECK(s.ok());
+  CHECK(run.used == Names{"own", "f1", "node3", "node1"});
+}
+
+TEST_CASE("a second node error past the window ends kUnknown, saying the primary component was lost") {
+  SUBCASE("1180 then 1180") {
+    FakeConn own("node3", {ER_ERROR_DURING_COMMIT}, kGalera);
+    FakeConn f1("node1", {ER_ERROR_DURING_COMMIT}, kGalera);
+    FakeConn f2("node2", {0}, kGalera);
+    FakeSource src({&f1, &f2});
+    Run run;
+    run.policy.retry_until = Clock::now() - std::chrono::milliseconds(1);
+    Status s = run.Go(&own, &src);
+    CHECK(s.code() == Code::kUnknown);
+    CHECK(s.server_errno() == ER_ERROR_DURING_COMMIT);
+    CHECK(s.message().find("test: ") == 0);
+    CHECK(s.message().find("primary component (quorum lost) with the statement in flight, too late to "
+                           "re-check") != std::string::npos);
+    CHECK(run.used == Names{"node3", "node1"});
+    CHECK(f2.execs() == 0);  // one re-run past the window, not more
+  }
+  SUBCASE("1180 then 1047: the first may have run, so still kUnknown") {
+    FakeConn own("node3", {ER_ERROR_DURING_COMMIT}, kGalera);
+    FakeConn f1("node1", {ER_UNKNOWN_COM_ERROR}, kGalera);
+    FakeSource src({&f1});
+    Run run;
+    run.policy.retry_until = Clock::now() - std::chrono::milliseconds(1);
+    Status s = run.Go(&own, &src);
+    CHECK(s.code() == Code::kUnknown);
+    CHECK(s.server_errno() == ER_UNKNOWN_COM_ERROR);
+    CHECK(s.message().find("primary component (quorum lost)") != std::string::npos);
+    CHECK(s.message().find("may have run") != std::string::npos);
+    CHECK(s.message().find("no later one could re-check") != std::string::npos);
+    CHECK(run.used == Names{"node3", "node1"});
+  }
+}
+
+TEST_CASE("1047 (never ran) is not in doubt: re-run once past the window, then its own error") {
+  SUBCASE("the re-run answers") {
+    FakeConn own("node3", {ER_UNKNOWN_COM_ERROR}, kGalera);
+    FakeConn f1("node1", {0}, kGalera);
+    FakeSource src({&f1});
+    Run run;
+    run.policy.retry_until = Clock::now() - std::chrono::milliseconds(1);
+    CHECK(run.Go(&own, &src).ok());
+    CHECK(run.used == Names{"node3", "node1"});
+  }
+  SUBCASE("1047 again: that error, not kUnknown") {
+    FakeConn own("node3", {ER_UNKNOWN_COM_ERROR}, kGalera);
+    FakeConn f1("node3", {ER_UNKNOWN_COM_ERROR}, kGalera);
+    FakeSource src({&f1});
+    Run run;
+    run.policy.retry_until = Clock::now() - std::chrono::milliseconds(1);
+    Status s = run.Go(&own, &src);
+    CHECK(s.code() != Code::kUnknown);
+    CHECK(s.server_errno() == ER_UNKNOWN_COM_ERROR);
+    CHECK(src.calls == 1);
+  }
+  SUBCASE("no other node to go to: the source's error, not kUnknown") {
+    FakeConn own("node3", {ER_UNKNOWN_COM_ERROR}, kGalera);
+    FakeSource src({});
+    Run run;
+    run.policy.retry_until = Clock::now() - std::chrono::milliseconds(1);
+    Status s = run.Go(&own, &src);
+    CHECK(s.code() == Code::kPool);
+    CHECK(src.calls == 1);
+  }
+}
+
+TEST_CASE("1047 from a server that is not Galera: a plain error, no re-run") {
+  FakeConn own("own", {ER_UNKNOWN_COM_ERROR});
+  FakeConn f1("f1", {0});
+  FakeSource src({&f1});
+  Run run;
+  Status s = run.Go(&own, &src);
+  CHECK(s.code() == Code::kDb);
+  CHECK(s.server_errno() == ER_UNKNOWN_COM_ERROR);
+  CHECK(src.calls == 0);
+  CHECK(!own.broken());
 }

@@ -9,7 +9,7 @@ import sys
 import time
 import urllib.parse
 from pathlib import Path
-from typing import List
+from typing import Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 from dlock_test_util import REPO, RUN  # noqa: E402
@@ -71,6 +71,21 @@ class Cluster:
                 raise AssertionError(f"node pid {pid} still there {timeout} s after SIGKILL")
             time.sleep(0.05)
 
+    def thaw(self, pid: int) -> None:
+        """SIGCONT a node frozen with freeze()."""
+        os.kill(pid, signal.SIGCONT)
+
+    def isolate(self, node: int, on: bool = True) -> None:
+        """Cut node N off from the others' group traffic (Galera 4's
+        gmcast.isolate=1: it drops every connection to them and accepts
+        none), or join it again (0). Its server keeps answering clients."""
+        c = self.connect(node, sync_wait=0)
+        try:
+            with c.cursor() as cur:
+                cur.execute("SET GLOBAL wsrep_provider_options = %s", (f"gmcast.isolate={int(on)}",))
+        finally:
+            c.close()
+
     def node_start(self, node: int) -> None:
         self.sh("node-start", self.dir, str(node))
 
@@ -94,6 +109,39 @@ class Cluster:
                 return "" if row is None else str(row[1])
         finally:
             c.close()
+
+    def health(self, node: int) -> Dict[str, str]:
+        """wsrep_cluster_status, wsrep_cluster_size, wsrep_local_state_comment
+        and wsrep_ready of node N, read in one connection."""
+        c = self.connect(node, sync_wait=0)
+        try:
+            with c.cursor() as cur:
+                cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_cluster_status', "
+                            "'wsrep_cluster_size', 'wsrep_local_state_comment', 'wsrep_ready')")
+                return {str(k).lower(): str(v) for k, v in cur.fetchall()}
+        finally:
+            c.close()
+
+    def wait_healthy(self, timeout: float = 60) -> None:
+        """Polls (with a deadline) until every node is Synced and ready, in
+        the primary component of a cluster of 3. Node 1 is asked first and
+        until it says so: right after a SIGCONT, a frozen node still reports
+        the view it had when it stopped."""
+        want = {"wsrep_cluster_status": "Primary", "wsrep_cluster_size": "3",
+                "wsrep_local_state_comment": "Synced", "wsrep_ready": "ON"}
+        end = time.monotonic() + timeout
+        last: Dict[int, object] = {}
+        for n in (1, 2, 3):
+            while True:
+                try:
+                    last[n] = self.health(n)
+                    if last[n] == want:
+                        break
+                except Exception as e:  # noqa: BLE001 - a node still starting
+                    last[n] = e
+                if time.monotonic() > end:
+                    raise AssertionError(f"the cluster is not back in {timeout} s: {last}")
+                time.sleep(0.1)
 
     def wait_size(self, node: int, size: int, timeout: float = 60) -> None:
         end = time.monotonic() + timeout

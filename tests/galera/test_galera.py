@@ -1,9 +1,10 @@
 """dlock on a real 3-node Galera cluster (scripts/galera.sh): exclusion and
 fencing across nodes, certification conflicts, row locks refused, waiters
-polling, and the death of the holder's node.
+polling, the death of the holder's node, and quorum loss.
 
-The tests that SIGKILL a node start it again when they end (it rejoins by
-SST), so each test starts from a Synced cluster of 3."""
+The tests that SIGKILL, freeze or isolate nodes restore the cluster when
+they end (a killed node rejoins by SST), so each test starts from a Synced
+cluster of 3."""
 
 from __future__ import annotations
 
@@ -297,6 +298,44 @@ def sessions_on(cluster: Cluster, node: int) -> int:
         c.close()
 
 
+def holder_events(holder, since: float) -> str:
+    """The holder's events (renewal retries, a loss), timed from since, for
+    a failure's message. Takes them: a second call sees only newer ones."""
+    return "; ".join(f"{ev.type.name} +{ev.time - since:.2f}s: {ev.message}"
+                     for ev in holder.events(timeout=0.1))
+
+
+def keeps_its_lease(cluster: Cluster, holder, h, contender, key: str, since: float,
+                    ttl: float) -> Tuple[Optional[float], int, float]:
+    """From now until ttl + 3 s later, while a contender on a healthy node
+    tries every 0.5 s to take key without waiting: the contender never gets
+    it and the holder's lease h is never lost; afterwards its row (read on
+    node 1) is still h's, with h's fencing token, and expires after since +
+    ttl, so it was renewed after the trouble that began at since (time.time()).
+    Returns when a renewal was first seen (seconds after since; None if the
+    polls missed it), the contender's refused tries and the row's expiry."""
+    renewed = holder.counters()["renewals"]
+    first_renewal = None
+    tries = 0
+    end = time.monotonic() + ttl + 3
+    while time.monotonic() < end:
+        c = contender.lock(key, ttl=30)
+        if c.acquire(blocking=False):
+            raise AssertionError(f"the contender took a renewed lease (+{time.time() - since:.2f}s); "
+                                 f"holder: {holder_events(holder, since)}")
+        tries += 1
+        assert not h.lost, f"the holder lost its lease; holder: {holder_events(holder, since)}"
+        if first_renewal is None and holder.counters()["renewals"] > renewed:
+            first_renewal = time.time() - since
+        time.sleep(0.5)
+    owner, fence, expires = lease_row(cluster, 1, key)
+    assert owner == h.owner.encode() and fence == h.token
+    assert expires > since + ttl, "the lease was not renewed after the trouble began"
+    assert holder.counters()["renewals"] > renewed
+    assert h.state == "held"
+    return first_renewal, tries, expires
+
+
 def test_holder_node_killed_multi_url_keeps_renewing(cluster: Cluster, key: str,
                                                      node3_restarted: int) -> None:
     """The holder's URL names node 3 first, then nodes 1 and 2. Node 3 is
@@ -318,30 +357,9 @@ def test_holder_node_killed_multi_url_keeps_renewing(cluster: Cluster, key: str,
         assert sessions_on(cluster, 3) >= 1, "the holder is not on node 3, its URL's first"
         cluster.kill(3)
         killed_at = time.time()
-        renewed = holder.counters()["renewals"]
-        first_renewal = None  # seconds after the kill (polled every 0.5 s)
         # Past the lease the holder had at the kill: still ours, renewed elsewhere.
-        contender_tries = 0
-        end = time.monotonic() + ttl + 3
-        def why() -> str:  # the holder's events (renewal retries, loss), for a failure
-            return "; ".join(f"{ev.type.name} +{ev.time - killed_at:.2f}s: {ev.message}"
-                             for ev in holder.events(timeout=0.1))
-
-        while time.monotonic() < end:
-            c = contender.lock(key, ttl=30)
-            if c.acquire(blocking=False):
-                raise AssertionError(f"the contender took a lease that was renewed "
-                                     f"(+{time.time() - killed_at:.2f}s); holder: {why()}")
-            contender_tries += 1
-            assert not h.lost, f"the holder lost its lease; holder: {why()}"
-            if first_renewal is None and holder.counters()["renewals"] > renewed:
-                first_renewal = time.time() - killed_at
-            time.sleep(0.5)
-        owner, fence, expires = lease_row(cluster, 1, key)
-        assert owner == h.owner.encode() and fence == token
-        assert expires > killed_at + ttl, "the lease was not renewed after the kill"
-        assert holder.counters()["renewals"] > renewed
-        assert h.state == "held"
+        first_renewal, contender_tries, expires = keeps_its_lease(cluster, holder, h, contender, key,
+                                                                  killed_at, ttl)
         print(f"\nnode 3 killed {killed_at - acquired_at:.1f} s after the acquire: first renewal "
               f"through another node seen {seen(first_renewal)}; lease expires "
               f"{expires - killed_at:.1f} s after the kill; {contender_tries} contender attempts refused")
@@ -389,30 +407,8 @@ def test_holder_node_frozen_multi_url_keeps_renewing(cluster: Cluster, key: str,
         assert before >= 2, f"the holder's sessions are not on node 3 ({before})"
         node3_thawed.append(cluster.freeze(3))
         frozen_at = time.time()
-        renewed = holder.counters()["renewals"]
-        first_renewal = None  # seconds after the freeze (polled every 0.5 s)
-        end = time.monotonic() + ttl + 3
-        tries = 0
-
-        def why() -> str:
-            return "; ".join(f"{ev.type.name} +{ev.time - frozen_at:.2f}s: {ev.message}"
-                             for ev in holder.events(timeout=0.1))
-
-        while time.monotonic() < end:
-            c = contender.lock(key, ttl=30)
-            if c.acquire(blocking=False):
-                raise AssertionError(f"the contender took a renewed lease "
-                                     f"(+{time.time() - frozen_at:.2f}s); holder: {why()}")
-            tries += 1
-            assert not h.lost, f"the holder lost its lease; holder: {why()}"
-            if first_renewal is None and holder.counters()["renewals"] > renewed:
-                first_renewal = time.time() - frozen_at
-            time.sleep(0.5)
-        owner, fence, expires = lease_row(cluster, 1, key)
-        assert owner == h.owner.encode() and fence == token
-        assert expires > frozen_at + ttl, "the lease was not renewed after the freeze"
-        assert holder.counters()["renewals"] > renewed
-        events = why()
+        first_renewal, tries, expires = keeps_its_lease(cluster, holder, h, contender, key, frozen_at, ttl)
+        events = holder_events(holder, frozen_at)
         assert "RENEW_RETRY" in events and f":{cluster.port(3)}/" in events and "no answer" in events, events
         print(f"\nnode 3 frozen: renewal cut and moved, first renewal elsewhere seen "
               f"{seen(first_renewal)}, lease expires {expires - frozen_at:.1f} s "
@@ -433,6 +429,160 @@ def test_holder_node_frozen_multi_url_keeps_renewing(cluster: Cluster, key: str,
             cluster.kill_frozen(node3_thawed.pop())
         holder.close()
         contender.close()
+
+
+QUORUM_LOST = "not in the cluster's primary component (quorum lost)"
+
+
+def lock_error(client, key: str, timeout: float) -> Tuple[Optional[BaseException], float, bool]:
+    """One acquire of key through client: the error it raised (None if it
+    did not), the seconds it took, and whether it was granted (released
+    again at once)."""
+    t0 = time.monotonic()
+    try:
+        lk = client.lock(key, ttl=15)
+        won = lk.acquire(timeout=timeout)
+        if won:
+            lk.release()
+        return None, time.monotonic() - t0, won
+    except dlock.Error as e:
+        return e, time.monotonic() - t0, False
+
+
+@pytest.fixture
+def node3_isolated(cluster: Cluster):
+    """The test cuts node 3 off from the group (gmcast.isolate=1); afterwards
+    it joins again and every node is Synced in a primary component of 3."""
+    yield 3
+    cluster.isolate(3, False)
+    cluster.wait_healthy()
+    node_back(cluster, 3)
+
+
+def test_holder_node_isolated_multi_url_keeps_its_lease(cluster: Cluster, key: str,
+                                                       node3_isolated: int) -> None:
+    """Node 3 is cut off from nodes 1 and 2 (a network partition: its server
+    still answers clients) while a holder with a multi-node URL renews its
+    lease through it. Nodes 1 and 2 go on as the primary component; node 3,
+    alone, loses quorum: the renewal in flight there stalls and fails
+    (1180, or cut after ttl/3) and moves to another node, so the lease is
+    never lost and a contender on node 1 never gets it. A client whose URL
+    names node 3 alone, asking for the same key, gets an error that says node
+    3 lost the primary component, within bounded time (the ~6 s it takes
+    node 3 to see it is alone), and is never granted."""
+    ttl = 15.0
+    holder = dlock.connect(cluster.multi_url([3, 1, 2], connect_timeout=2), log_events=False)
+    contender = dlock.connect(cluster.url(1))
+    alone = dlock.connect(cluster.url(3, connect_timeout=2))
+    try:
+        h = holder.lock(key, ttl=ttl)
+        assert h.acquire(timeout=5)
+        # The watchdog's first renewal opens its connection: on node 3.
+        wait_for(lambda: holder.counters()["renewals"] >= 1, ttl, "the first renewal")
+        assert sessions_on(cluster, 3) >= 2, "the holder's sessions are not on node 3"
+        cluster.isolate(3)
+        isolated_at = time.time()
+        got: Dict[str, object] = {}
+
+        def on_node3() -> None:  # keeps asking until an error comes (or 30 s)
+            end = time.monotonic() + 30
+            while time.monotonic() < end and "error" not in got:
+                err, took, won = lock_error(alone, key, timeout=5)
+                if won:
+                    got["granted"] = time.time() - isolated_at
+                if err is not None:
+                    got["error"], got["at"], got["took"] = err, time.time() - isolated_at, took
+
+        t = threading.Thread(target=on_node3)
+        t.start()
+        first_renewal, tries, expires = keeps_its_lease(cluster, holder, h, contender, key, isolated_at, ttl)
+        t.join(40)
+        assert not t.is_alive(), "the client on the isolated node hangs"
+        assert "granted" not in got, f"node 3 granted the lease held through node 1/2 (+{got['granted']:.1f}s)"
+        assert "error" in got, "the client on the isolated node never got an error"
+        err = got["error"]
+        assert isinstance(err, (dlock.ConnectionError, dlock.OutcomeUnknown)), repr(err)
+        assert QUORUM_LOST in str(err) and f":{cluster.port(3)}/" in str(err), str(err)
+        assert got["at"] < 15, f"the error came {got['at']:.1f} s after the isolation"
+        assert cluster.health(3)["wsrep_cluster_status"] != "Primary"
+        assert cluster.health(1)["wsrep_cluster_size"] == "2"
+        print(f"\nnode 3 isolated: first renewal elsewhere seen {seen(first_renewal)}, lease "
+              f"expires {expires - isolated_at:.1f} s after; {tries} contender attempts refused; "
+              f"node-3-only client: {type(err).__name__} at +{got['at']:.1f} s: {err}")
+        h.release()
+    finally:
+        # Node 3 answers clients throughout: closing is prompt.
+        alone.close()
+        holder.close()
+        contender.close()
+
+
+@pytest.fixture
+def nodes_frozen(cluster: Cluster):
+    """The test freezes nodes (SIGSTOP) and records their pids here; they
+    are thawed afterwards and the cluster polled back to health."""
+    frozen: List[int] = []
+    yield frozen
+    for pid in frozen:
+        cluster.thaw(pid)
+    cluster.wait_healthy()
+    for n in (1, 2, 3):
+        node_back(cluster, n)
+
+
+def test_quorum_lost_lock_calls_fail_clearly_and_nobody_is_granted(cluster: Cluster, key: str,
+                                                                    nodes_frozen: List[int]) -> None:
+    """Nodes 2 and 3 are frozen (SIGSTOP): node 1, one of three, loses
+    quorum and refuses every write. A lock call through it fails within
+    bounded time (the first one waits out node 1's ~6 s of doubt: it may end
+    "outcome unknown", as its statement was in flight) with an error that
+    says node 1 is not in the primary component, and is never granted; so
+    does opening a client on a URL naming all three. After the nodes are
+    thawed the cluster forms again and the same client locks again."""
+    c1 = dlock.connect(cluster.url(1, connect_timeout=2))
+    try:
+        with c1.lock(key, ttl=15, wait=5) as held:
+            before = held.token
+        nodes_frozen.extend([cluster.freeze(2), cluster.freeze(3)])
+        frozen_at = time.monotonic()
+        results = []
+        while time.monotonic() < frozen_at + 20:
+            err, took, won = lock_error(c1, key, timeout=5)
+            results.append((round(time.monotonic() - frozen_at, 1), type(err).__name__, round(took, 1)))
+            assert not won, f"granted without quorum: {results}"
+            if err is not None and QUORUM_LOST in str(err):
+                break
+        assert err is not None and QUORUM_LOST in str(err), f"no clear error in 20 s: {results}: {err}"
+        assert isinstance(err, (dlock.ConnectionError, dlock.OutcomeUnknown)), repr(err)
+        assert f":{cluster.port(1)}/" in str(err), str(err)
+        first = str(err)
+        # Now node 1 is known to be alone: the next call is refused at once.
+        err, took, won = lock_error(c1, key, timeout=5)
+        assert not won and isinstance(err, dlock.ConnectionError), repr(err)
+        assert QUORUM_LOST in str(err) and "wait until the cluster has its quorum" in str(err), str(err)
+        assert took < 2, f"the refusal took {took:.1f} s"
+        # A URL naming all three: node 1 refused, nodes 2 and 3 silent
+        # (connect_timeout each), and the error says so.
+        t0 = time.monotonic()
+        with pytest.raises(dlock.ConnectionError) as e:
+            dlock.connect(cluster.multi_url([1, 2, 3], connect_timeout=2))
+        multi_took = time.monotonic() - t0
+        assert "no healthy node" in str(e.value) and QUORUM_LOST in str(e.value), str(e.value)
+        assert multi_took < 10, f"the multi-node connect took {multi_took:.1f} s"
+        print(f"\nquorum lost on node 1: attempts {results}; first error: {first}; "
+              f"multi-node connect refused in {multi_took:.1f} s")
+        thawed_at = time.monotonic()
+        while nodes_frozen:
+            cluster.thaw(nodes_frozen.pop())
+        cluster.wait_healthy()
+        back = time.monotonic() - thawed_at
+        with c1.lock(key, ttl=15, wait=10) as held:
+            assert held.token == before + 1, "a lease was granted while quorum was lost"
+        print(f"cluster whole again {back:.1f} s after the thaw; the lock works again")
+    finally:
+        while nodes_frozen:  # a failed check above leaves them frozen
+            cluster.thaw(nodes_frozen.pop())
+        c1.close()
 
 
 def topology_events(client) -> List[str]:
