@@ -82,7 +82,7 @@ TEST_CASE("two servers, threads: keys on both servers, exclusion and tokens per 
   // Two keys on each server (a's order: index 0 is u1).
   const std::vector<std::string> keys = {KeyOn(*a, p + "a", 0), KeyOn(*a, p + "b", 0),
                                          KeyOn(*a, p + "c", 1), KeyOn(*a, p + "d", 1)};
-  constexpr int kThreads = 4, kRounds = 25;
+  constexpr int kThreads = 6, kRounds = 40;
   std::vector<KeyState> state(keys.size());
   Errors errors;
   std::atomic<int> ready{0};
