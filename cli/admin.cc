@@ -190,7 +190,9 @@ int CmdList(const std::string& url, const std::string& prefix, bool json) {
 
 int CmdRelease(const std::string& url_in, const std::string& key) {
   std::string url;  // the key's server, with a URL naming several
-  Status s = dlock::KeyServerUrl(url_in, key, &url);
+  // dlock's clients (dlock run) take no options beyond the URL's: the key's
+  // server is the one they put it on.
+  Status s = dlock::KeyServerUrl(url_in, dlock::Config(), key, &url);
   if (!s.ok()) return Fail(kExitUsage, s.message());
   std::unique_ptr<dlock::Admin> admin;
   if (int rc = OpenAdmin(url, &admin); rc >= 0) return rc;

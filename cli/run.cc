@@ -227,6 +227,11 @@ class Watcher {
   std::thread thread_;
 };
 
+// The options `dlock run` opens its client with: none beyond the URL's.
+// BusyMessage looks the key's server up with the same, so that it asks the
+// server the lock went to.
+dlock::Config ClientConfig() { return dlock::Config(); }
+
 // The busy line: who holds it, with -v.
 std::string BusyMessage(const RunArgs& a) {
   std::string msg = "'" + a.key + "' is held by another owner; not acquired within " +
@@ -236,7 +241,7 @@ std::string BusyMessage(const RunArgs& a) {
   dlock::LeaseInfo l;
   bool held = false;
   std::string url;  // the key's server, with a URL naming several
-  dlock::Status s = dlock::KeyServerUrl(a.url, a.key, &url);
+  dlock::Status s = dlock::KeyServerUrl(a.url, ClientConfig(), a.key, &url);
   if (s.ok()) s = dlock::Admin::Open(url, &admin);
   if (s.ok()) s = admin->GetLease(a.key, &l, &held);
   if (!s.ok() || l.key.empty()) return msg;  // freed meanwhile, or not readable: the plain line
@@ -252,7 +257,7 @@ std::string BusyMessage(const RunArgs& a) {
 
 // Takes the lock, answering signals meanwhile. -1 when held, else the exit code.
 int Acquire(const RunArgs& a, const Signals& sig, Hold* h) {
-  dlock::Status s = dlock::Client::Open(a.url, dlock::Config(), &h->client);
+  dlock::Status s = dlock::Client::Open(a.url, ClientConfig(), &h->client);
   if (!s.ok()) return Fail(kExitUnavailable, s.message());
   dlock::Config cfg;
   s = cfg.Set("mode", a.lease ? "lease" : "row");

@@ -146,3 +146,47 @@ func TestSeveralServers(t *testing.T) {
 		t.Fatalf("duplicate server: %v", err)
 	}
 }
+
+// Every binding reads the same list as the core splits it: SQLAlchemy's
+// mysql+DRIVER:// and schemes in any case start a server's URL, a lone
+// localhost in a list and an events= that differs between servers are
+// refused with the core's messages.
+func TestSeveralServersForms(t *testing.T) {
+	u1, u2 := dbURL(t), secondURL(t)
+	rest := func(u string) string { return u[strings.Index(u, "://")+3:] }
+	c, err := dlock.Open("mysql+pymysql://" + rest(u1) + ";MARIADB+mariadbconnector://" + rest(u2))
+	if err != nil {
+		t.Fatalf("Open with SQLAlchemy schemes: %v", err)
+	}
+	defer c.Close()
+	ids := []string{serverID(t, u1), serverID(t, u2)}
+	urls := []string{u1, u2}
+	for i := 0; i < 4; i++ {
+		k := fmt.Sprintf("%s:%d", key(t), i)
+		on := 0
+		if rendezvousScore(ids[1], k) > rendezvousScore(ids[0], k) {
+			on = 1
+		}
+		l := newLock(t, c, k, dlock.WithWait(0))
+		if err := l.TryLock(context.Background()); err != nil {
+			t.Fatalf("TryLock %q: %v", k, err)
+		}
+		if got := owners(t, urls[on], k); len(got) != 1 || got[0] != l.Owner() {
+			t.Fatalf("server %d rows for %q: %v, want [%s]", on+1, k, got, l.Owner())
+		}
+		if err := l.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, bad := range []struct{ url, want string }{
+		{"mysql://root@127.0.0.1:1/app;mysql://root@localhost:2/app",
+			"server 2 of 2 in the URL: host localhost is the default unix socket"},
+		{"mysql://root@127.0.0.1:1/app?events=64;mysql://root@127.0.0.1:2/app",
+			"server 2 of 2 in the URL: events=1024, but server 1 has events=64"},
+	} {
+		if _, err := dlock.Open(bad.url); !errors.Is(err, dlock.ErrInvalid) ||
+			!strings.Contains(err.Error(), bad.want) {
+			t.Fatalf("Open(%q): %v, want ErrInvalid with %q", bad.url, err, bad.want)
+		}
+	}
+}

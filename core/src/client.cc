@@ -40,17 +40,13 @@ ClientImpl::ClientImpl(ClientOptions opts, LockOptions lock_defaults,
                      : std::make_shared<Events>(static_cast<size_t>(opts_.events))),
       renewer_(this) {}
 
-Status ClientImpl::Open(const std::string& url, const Config& cfg, std::unique_ptr<ClientImpl>* out,
+Status ClientImpl::Open(ClientOptions opts, const Config& cfg, std::unique_ptr<ClientImpl>* out,
                         std::shared_ptr<Events> events) {
-  ClientOptions opts;
-  Status s = ParseUrl(url, &opts);
-  if (!s.ok()) return s;
+  Status s;
   LockOptions lock_defaults;
-  for (const auto& kv : cfg.values()) {
-    if (IsClientKey(kv.first)) s = ApplyClientOption(kv.first, kv.second, &opts);
-    else s = ApplyLockOption(kv.first, kv.second, &lock_defaults);
-    if (!s.ok()) return s;
-  }
+  for (const auto& kv : cfg.values())
+    if (!IsClientKey(kv.first) && !(s = ApplyLockOption(kv.first, kv.second, &lock_defaults)).ok())
+      return s;
   std::unique_ptr<ClientImpl> c(new ClientImpl(std::move(opts), lock_defaults, std::move(events)));
   {
     PooledConn conn;

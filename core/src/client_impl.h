@@ -51,9 +51,11 @@ constexpr int64_t kGaleraMinTtlMs = 15000;
 constexpr int kGaleraMinReadTimeoutS = 10;
 class ClientImpl {
  public:
+  // opts: one server's, parsed, with cfg's client options applied
+  // (ParseServer); cfg's lock options become the locks' defaults.
   // events: the queue to fill (a client over several servers shares one
   // among them); nullptr = a queue of its own, of the events option's size.
-  static Status Open(const std::string& url, const Config& cfg, std::unique_ptr<ClientImpl>* out,
+  static Status Open(ClientOptions opts, const Config& cfg, std::unique_ptr<ClientImpl>* out,
                      std::shared_ptr<Events> events = nullptr);
   ~ClientImpl();
 

@@ -32,40 +32,36 @@ Client::~Client() {
 
 int Client::pid() const { return impl_ ? impl_->pid() : servers_.front()->pid(); }
 
-Status Client::OpenOne(const std::string& url, const Config& cfg, std::shared_ptr<Events> events,
+Status Client::OpenOne(const ServerSpec& server, const Config& cfg, std::shared_ptr<Events> events,
                        std::shared_ptr<Client>* out) {
   std::unique_ptr<ClientImpl> impl;
-  Status s = ClientImpl::Open(url, cfg, &impl, std::move(events));
+  Status s = ClientImpl::Open(server.options, cfg, &impl, std::move(events));
   if (!s.ok()) return s;
   std::shared_ptr<Client> c(new Client(std::move(impl)));
-  c->ids_.push_back(ServerIdentity(c->impl_->options()));
+  c->ids_.push_back(server.id);
   c->impl_->StartJanitor();
   *out = std::move(c);
   return Status::OK();
 }
 
 Status Client::Open(const std::string& url, const Config& cfg, std::shared_ptr<Client>* out) {
-  const std::vector<std::string> urls = SplitServerUrls(url);
-  if (urls.size() == 1) return OpenOne(url, cfg, nullptr, out);
-  // Several servers: every one is checked (parsed, identities distinct)
-  // before any is connected to, then each is opened as a client of its own,
-  // all filling one event queue (sized by the first server's options).
-  std::vector<std::string> ids;
-  Status s = ServerIds(url, cfg, &ids);
+  // Every server is parsed once and checked (identities distinct, the
+  // client-wide options alike) before any is connected to.
+  std::vector<ServerSpec> specs;
+  Status s = ParseServers(url, cfg, &specs);
   if (!s.ok()) return s;
-  ClientOptions first;
-  if (!(s = ParseServer(urls[0], cfg, &first)).ok()) return s;
-  auto events = std::make_shared<Events>(static_cast<size_t>(first.events));
+  if (specs.size() == 1) return OpenOne(specs[0], cfg, nullptr, out);
+  // Several servers: each is opened as a client of its own, all filling one
+  // event queue (its size is the same on every server: ParseServers).
+  auto events = std::make_shared<Events>(static_cast<size_t>(specs[0].options.events));
   std::vector<std::shared_ptr<Client>> servers;
-  for (size_t i = 0; i < urls.size(); ++i) {
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < specs.size(); ++i) {
     std::shared_ptr<Client> one;
-    s = OpenOne(urls[i], cfg, events, &one);
-    if (!s.ok())
-      return Status(s.code(),
-                    "server " + std::to_string(i + 1) + " of " + std::to_string(urls.size()) +
-                        " (" + PrintableText(ids[i]) + "): " + s.message(),
-                    s.server_errno());
+    s = OpenOne(specs[i], cfg, events, &one);
+    if (!s.ok()) return ServerError(i, specs.size(), specs[i].id, s);
     servers.push_back(std::move(one));
+    ids.push_back(specs[i].id);
   }
   out->reset(new Client(std::move(servers), std::move(ids), std::move(events)));
   return Status::OK();
@@ -139,11 +135,7 @@ Status OnEveryServer(const std::vector<std::shared_ptr<Client>>& servers,
   Status first;
   for (size_t i = 0; i < servers.size(); ++i) {
     Status s = call(*servers[i]);
-    if (!s.ok() && first.ok())
-      first = Status(s.code(),
-                     "server " + std::to_string(i + 1) + " of " + std::to_string(servers.size()) +
-                         " (" + PrintableText(ids[i]) + "): " + s.message(),
-                     s.server_errno());
+    if (!s.ok() && first.ok()) first = ServerError(i, servers.size(), ids[i], s);
   }
   return first;
 }

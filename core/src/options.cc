@@ -1,5 +1,7 @@
 #include "options.h"
 
+#include <strings.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <algorithm>
@@ -1205,11 +1207,12 @@ Status ApplyJdbcParams(const std::string& query, bool mariadb, ClientOptions* o)
 Status ParseJdbcUrl(const std::string& url, ClientOptions* out) {
   std::string rest;
   bool mariadb = false;
-  if (StartsWith(url, "mysql://")) {
+  const std::string lower = Lower(url.substr(0, 10));  // the scheme, without regard to case
+  if (StartsWith(lower, "mysql://")) {
     rest = url.substr(8);
-  } else if (StartsWith(url, "mariadb://")) {
+  } else if (StartsWith(lower, "mariadb://")) {
     rest = url.substr(10), mariadb = true;
-  } else if (StartsWith(url, "mysql") || StartsWith(url, "mariadb")) {
+  } else if (StartsWith(lower, "mysql") || StartsWith(lower, "mariadb")) {
     return Status::Invalid("JDBC URL: only the one-host form is read, jdbc:mysql://host:port/db "
                            "or jdbc:mariadb://host:port/db (load-balancing, replication, "
                            "failover and DNS SRV forms name several servers, which dlock does "
@@ -1267,7 +1270,38 @@ bool HasScheme(const std::string& url) {
                    url.compare(i, 2, ":\\") == 0);
 }
 
+bool IsAsciiAlnumOrUnderscore(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// The length of `word` at url[pos] without regard to case, or 0.
+size_t MatchWord(const std::string& url, size_t pos, const char* word) {
+  const size_t n = std::strlen(word);
+  return url.size() - pos >= n && strncasecmp(url.c_str() + pos, word, n) == 0 ? n : 0;
+}
+
 }  // namespace
+
+UrlForm ServerUrlForm(const std::string& url, size_t pos, size_t* scheme_len) {
+  if (pos > url.size()) return UrlForm::kNone;
+  size_t i = pos;
+  const size_t jdbc = MatchWord(url, i, "jdbc:");
+  i += jdbc;
+  size_t name = MatchWord(url, i, "mysql");
+  if (name == 0) name = MatchWord(url, i, "mariadb");
+  if (name == 0) return UrlForm::kNone;
+  i += name;
+  // SQLAlchemy's mysql+DRIVER:// names the same server; JDBC has no such form.
+  if (jdbc == 0 && i < url.size() && url[i] == '+') {
+    size_t j = i + 1;
+    while (j < url.size() && IsAsciiAlnumOrUnderscore(url[j])) ++j;
+    if (j == i + 1) return UrlForm::kNone;
+    i = j;
+  }
+  if (url.compare(i, 3, "://") != 0) return UrlForm::kNone;
+  if (scheme_len != nullptr) *scheme_len = i + 3 - pos;
+  return jdbc != 0 ? UrlForm::kJdbc : UrlForm::kMysql;
+}
 
 Status ParseUrl(const std::string& url, ClientOptions* out) {
   if (url.find('\0') != std::string::npos) return Status::Invalid("URL contains a NUL byte");
@@ -1277,16 +1311,16 @@ Status ParseUrl(const std::string& url, ClientOptions* out) {
                            "several servers; here give one server's URL");
   ClientOptions o;
   Status s;
-  if (StartsWith(url, "mysql://")) {
-    s = ParseMysqlUrl(url.substr(8), &o);
-  } else if (StartsWith(url, "mariadb://")) {
-    s = ParseMysqlUrl(url.substr(10), &o);
+  size_t scheme_len = 0;
+  if (ServerUrlForm(url, 0, &scheme_len) == UrlForm::kMysql) {
+    s = ParseMysqlUrl(url.substr(scheme_len), &o);
   } else if (StartsWith(Lower(url.substr(0, 5)), "jdbc:")) {
-    s = ParseJdbcUrl(url.substr(5), &o);
+    s = ParseJdbcUrl(url.substr(5), &o);  // it says what a JDBC URL dlock reads looks like
   } else if (HasScheme(url)) {
     return Status::Invalid(
-        "URL must start with mysql://, mariadb://, jdbc:mysql:// or jdbc:mariadb://, or be a "
-        "go-sql-driver DSN (mysql://user[:password]@host[:port]/database[?options], "
+        "URL must start with mysql://, mariadb:// (also mysql+DRIVER://), jdbc:mysql:// or "
+        "jdbc:mariadb://, or be a go-sql-driver DSN "
+        "(mysql://user[:password]@host[:port]/database[?options], "
         "user:password@tcp(host:3306)/database[?params])");
   } else {
     s = ParseGoDsn(url, &o);
@@ -1316,9 +1350,7 @@ Status UrlWithoutPasswordText(const std::string& url, std::string* out) {
     for (size_t i = 0; i < servers.size(); ++i) {
       std::string one;
       Status s = UrlWithoutPasswordText(servers[i], &one);
-      if (!s.ok())
-        return Status(s.code(), "server " + std::to_string(i + 1) + " of " +
-                                    std::to_string(servers.size()) + " in the URL: " + s.message());
+      if (!s.ok()) return ServerError(i, servers.size(), "", s);
       joined += (i == 0 ? "" : ";") + one;
     }
     *out = std::move(joined);
@@ -1328,7 +1360,7 @@ Status UrlWithoutPasswordText(const std::string& url, std::string* out) {
   Status s = ParseUrl(url, &o);
   if (!s.ok()) return s;
   const bool jdbc = StartsWith(Lower(url.substr(0, 5)), "jdbc:");
-  if (!jdbc && !StartsWith(url, "mysql://") && !StartsWith(url, "mariadb://")) {
+  if (!jdbc && ServerUrlForm(url, 0) == UrlForm::kNone) {
     // A DSN: the user part ends at the last '@' before the last '/', the
     // user name at its first ':'.
     const size_t slash = url.rfind('/');

@@ -93,18 +93,45 @@ std::string OptionDefault(const OptionInfo& option);
 const OptionInfo* FirstDifference(const LockOptions& a, const LockOptions& b, std::string* va,
                                   std::string* vb);
 
-// Parses mysql://user[:password]@host[:port]/database[?k=v&...] (also
-// mariadb://), a go-sql-driver DSN (user:password@tcp(host:port)/database?..)
-// or a jdbc:mysql:// / jdbc:mariadb:// URL; then DLOCK_PASSWORD fills in a
-// missing password.
+// The URL forms a server's URL may start with, schemes without regard to
+// case: mysql:// and mariadb://, each also with SQLAlchemy's driver suffix
+// (mysql+pymysql://, mariadb+mariadbconnector://; the driver is ignored),
+// and jdbc:mysql:// / jdbc:mariadb://. kNone for anything else (a
+// go-sql-driver DSN, another scheme). *scheme_len: the scheme and its "://".
+enum class UrlForm { kNone, kMysql, kJdbc };
+UrlForm ServerUrlForm(const std::string& url, size_t pos, size_t* scheme_len = nullptr);
+
+// Parses mysql://user[:password]@host[:port]/database[?k=v&...] (the forms
+// of ServerUrlForm's kMysql), a go-sql-driver DSN
+// (user:password@tcp(host:port)/database?..) or a jdbc:mysql:// /
+// jdbc:mariadb:// URL; then DLOCK_PASSWORD fills in a missing password.
 // A URL naming several servers (SplitServerUrls, core.hpp) is kInvalid here:
-// each is parsed on its own (ParseServer).
+// each is parsed on its own (ParseServers).
 Status ParseUrl(const std::string& url, ClientOptions* out);
 // One server's URL with cfg's client options applied (they win), as a
 // client opens it.
 Status ParseServer(const std::string& url, const Config& cfg, ClientOptions* out);
 // The server's identity for rendezvous hashing (ServerIds in core.hpp).
 std::string ServerIdentity(const ClientOptions& o);
+
+// One server of a URL: its own URL (as written), its options as a client
+// opens it (ParseServer) and its identity.
+struct ServerSpec {
+  std::string url;
+  ClientOptions options;
+  std::string id;
+};
+// Every server of url (SplitServerUrls), each parsed once, and the list
+// checked: at most kMaxServers, no server twice, no lone localhost in a list
+// (it is the unix socket whatever the port), and the client-wide options
+// (events: a client over several servers has one event queue) the same on
+// every server. An error about one server of several names its place
+// (ServerError); a URL naming one server gets its parser's error as it is.
+Status ParseServers(const std::string& url, const Config& cfg, std::vector<ServerSpec>* out);
+// s (its code and errno kept) with its message after "server I of N in the
+// URL: ", or "server I of N (ID): " when the server's identity is known (id
+// not empty). i counts from 0.
+Status ServerError(size_t i, size_t n, const std::string& id, const Status& s);
 // The parameters of a go-sql-driver DSN (jdbc false) or a JDBC URL that
 // ParseUrl reads or ignores (dlock.h lists them; core_unit checks that).
 std::vector<std::string> DriverParamNames(bool jdbc);

@@ -1,8 +1,6 @@
 // Several independent servers in one client (a URL of several full URLs
 // joined by ';'): splitting such a URL, each server's identity, and the
 // rendezvous hash that puts every key on exactly one of them.
-#include <strings.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -15,19 +13,6 @@
 namespace dlock {
 
 namespace {
-
-// A server's URL starts at one of these (the JDBC prefixes without regard
-// to case, as ParseUrl reads them). A ';' elsewhere (in a password, a
-// database name, an option value) does not split.
-bool StartsServerUrl(const std::string& url, size_t pos) {
-  static const char* const kPrefixes[] = {"mysql://", "mariadb://", "jdbc:mysql://",
-                                          "jdbc:mariadb://"};
-  for (const char* p : kPrefixes) {
-    const size_t n = std::char_traits<char>::length(p);
-    if (url.size() - pos >= n && strncasecmp(url.c_str() + pos, p, n) == 0) return true;
-  }
-  return false;
-}
 
 constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
 constexpr uint64_t kFnvPrime = 0x100000001b3ULL;
@@ -69,10 +54,13 @@ std::vector<std::string> SplitServerUrls(const std::string& url) {
   // A string that is not a URL (a go-sql-driver DSN) is never a list: its
   // password is raw text, and whether it holds ";mysql://" must not change
   // how the string is read (fuzz_url found that).
-  if (!StartsServerUrl(url, 0)) return {url};
+  // A server's URL starts at one of the forms ServerUrlForm knows (without
+  // regard to case, as ParseUrl reads them); a ';' elsewhere (in a password,
+  // a database name, an option value) does not split.
+  if (ServerUrlForm(url, 0) == UrlForm::kNone) return {url};
   size_t start = 0;
   for (size_t pos = url.find(';'); pos != std::string::npos; pos = url.find(';', pos + 1)) {
-    if (!StartsServerUrl(url, pos + 1)) continue;
+    if (ServerUrlForm(url, pos + 1) == UrlForm::kNone) continue;
     out.push_back(url.substr(start, pos - start));
     start = pos + 1;
   }
@@ -124,48 +112,92 @@ Status ParseServer(const std::string& url, const Config& cfg, ClientOptions* out
   return Status::OK();
 }
 
-Status ServerIds(const std::string& url, const Config& cfg, std::vector<std::string>* out) {
+Status ServerError(size_t i, size_t n, const std::string& id, const Status& s) {
+  return Status(s.code(),
+                "server " + std::to_string(i + 1) + " of " + std::to_string(n) +
+                    (id.empty() ? " in the URL" : " (" + PrintableText(id) + ")") + ": " +
+                    s.message(),
+                s.server_errno());
+}
+
+namespace {
+
+// The options every server of one client must agree on: a client over
+// several servers has one event queue, sized by events (the others, pool,
+// timeouts, tables, TLS, cleanup, are each server's own).
+Status CheckClientWide(const std::vector<ServerSpec>& servers) {
+  const ClientOptions& first = servers.front().options;
+  for (size_t i = 1; i < servers.size(); ++i)
+    if (servers[i].options.events != first.events)
+      return ServerError(
+          i, servers.size(), "",
+          Status::Invalid("events=" + std::to_string(servers[i].options.events) +
+                          ", but server 1 has events=" + std::to_string(first.events) +
+                          ": a client over several servers has one event queue; give every "
+                          "server the same events=, or set events once in the client's options"));
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ParseServers(const std::string& url, const Config& cfg, std::vector<ServerSpec>* out) {
   out->clear();
-  const std::vector<std::string> urls = SplitServerUrls(url);
-  if (urls.size() > kMaxServers)
-    return Status::Invalid("URL names " + std::to_string(urls.size()) + " servers; at most " +
+  std::vector<std::string> urls = SplitServerUrls(url);
+  const size_t n = urls.size();
+  if (n > kMaxServers)
+    return Status::Invalid("URL names " + std::to_string(n) + " servers; at most " +
                            std::to_string(kMaxServers));
-  for (size_t i = 0; i < urls.size(); ++i) {
-    ClientOptions o;
-    Status s = ParseServer(urls[i], cfg, &o);
-    if (!s.ok()) {
-      if (urls.size() == 1) return s;
-      return Status(s.code(), "server " + std::to_string(i + 1) + " of " +
-                                  std::to_string(urls.size()) + " in the URL: " + s.message());
-    }
+  std::vector<ServerSpec> servers(n);
+  for (size_t i = 0; i < n; ++i) {
+    ServerSpec& one = servers[i];
+    one.url = std::move(urls[i]);
+    Status s = ParseServer(one.url, cfg, &one.options);
+    if (!s.ok()) return n == 1 ? s : ServerError(i, n, "", s);
     // Connector/C takes a lone host "localhost" as its default unix socket,
     // port ignored, while other spellings (127.0.0.1:PORT, the bindings'
     // own rewriting) reach the port: one server under two identities, and
     // clients given the same list would place a key differently. Refused.
-    if (urls.size() > 1 && o.socket.empty() && o.nodes.empty() && LowerAscii(o.host) == "localhost")
-      return Status::Invalid("server " + std::to_string(i + 1) + " of " +
-                             std::to_string(urls.size()) +
-                             " in the URL: host localhost is the default unix socket whatever the "
-                             "port; in a list of servers write 127.0.0.1:PORT, or ?socket=PATH");
-    std::string id = ServerIdentity(o);
-    for (size_t j = 0; j < out->size(); ++j)
-      if ((*out)[j] == id)
+    const ClientOptions& o = one.options;
+    if (n > 1 && o.socket.empty() && o.nodes.empty() && LowerAscii(o.host) == "localhost")
+      return ServerError(i, n, "",
+                         Status::Invalid("host localhost is the default unix socket whatever the "
+                                         "port; in a list of servers write 127.0.0.1:PORT, or "
+                                         "?socket=PATH"));
+    one.id = ServerIdentity(o);
+    for (size_t j = 0; j < i; ++j)
+      if (servers[j].id == one.id)
         return Status::Invalid("URL: servers " + std::to_string(j + 1) + " and " +
                                std::to_string(i + 1) + " are the same server (" +
-                               PrintableText(id) +
+                               PrintableText(one.id) +
                                "): each key must map to one place; list every server once");
-    out->push_back(std::move(id));
   }
+  if (n > 1) {
+    Status s = CheckClientWide(servers);
+    if (!s.ok()) return s;
+  }
+  *out = std::move(servers);
   return Status::OK();
 }
 
-Status KeyServerUrl(const std::string& url, const std::string& key, std::string* out) {
+Status ServerIds(const std::string& url, const Config& cfg, std::vector<std::string>* out) {
+  out->clear();
+  std::vector<ServerSpec> servers;
+  Status s = ParseServers(url, cfg, &servers);
+  if (!s.ok()) return s;
+  for (auto& one : servers) out->push_back(std::move(one.id));
+  return Status::OK();
+}
+
+Status KeyServerUrl(const std::string& url, const Config& cfg, const std::string& key,
+                    std::string* out) {
   out->clear();
   Status s = ValidateKey(key);
   if (!s.ok()) return s;
+  std::vector<ServerSpec> servers;
+  if (!(s = ParseServers(url, cfg, &servers)).ok()) return s;
   std::vector<std::string> ids;
-  if (!(s = ServerIds(url, Config(), &ids)).ok()) return s;
-  *out = SplitServerUrls(url)[RendezvousPick(ids, key)];
+  for (const auto& one : servers) ids.push_back(one.id);
+  *out = std::move(servers[RendezvousPick(ids, key)].url);
   return Status::OK();
 }
 

@@ -98,12 +98,14 @@ def connect(url: str, **options: Any) -> "Client":
     ``ttl``, ``max_hold``, ``cleanup_interval``, ``cleanup_grace``.
 
     Also accepted: ``mariadb://``, SQLAlchemy's ``mysql+pymysql://`` (any
-    ``+driver``), and ``localhost`` with a port, which means TCP to that port
-    (without a port, ``localhost`` is the local unix socket).
+    ``+driver``; schemes in any case), and in a URL naming one server
+    ``localhost`` with a port, which means TCP to that port (without a port,
+    ``localhost`` is the local unix socket).
     Several independent servers: their URLs joined by ``;``
     (``mysql://app@db1/app;mysql://app@db2/app``); each key lives on one of
     them, chosen by a stable hash (README, Topologies). Every client must list
-    the same servers (in any order).
+    the same servers (in any order); ``localhost`` is refused there (write
+    ``127.0.0.1:PORT``), and ``?events=`` must be the same on every server.
     The client's events (lost leases and max-hold trips at CRITICAL, renewal
     retries at WARNING, cleanup at DEBUG) go to the ``dlock`` logger, each
     record carrying the event as ``record.dlock_event``;

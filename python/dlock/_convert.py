@@ -119,41 +119,29 @@ def key_from_core(raw: bytes) -> Key:
 
 # -- URLs as users write them ------------------------------------------------
 
-#: SQLAlchemy-style driver suffixes name the same server: mysql+pymysql://...
-_SCHEMES = ("mysql", "mariadb")
-
-
-# Where the next server's URL starts in a URL naming several (joined by ';'):
-# the core splits before mysql://, mariadb://, jdbc:mysql://, jdbc:mariadb://;
-# here also before a SQLAlchemy form (mysql+pymysql://), which becomes mysql://.
-_NEXT_SERVER = re.compile(r";(?=(?:mysql|mariadb)(?:\+[A-Za-z0-9_]+)?://|jdbc:(?:mysql|mariadb)://)",
-                          re.IGNORECASE)
+# A URL the core reads as mysql:// reads it (any case, with or without
+# SQLAlchemy's +driver), or a JDBC URL; nothing else is rewritten here.
+_URL_SCHEME = re.compile(r"(?:jdbc:)?(?:mysql|mariadb)(?:\+[A-Za-z0-9_]+)?://", re.IGNORECASE)
 
 
 def normalize_url(url: str) -> str:
-    """The URL the core takes, from the forms users write; each server's
-    of a URL naming several (joined by ';').
+    """The URL the core takes, from the forms users write.
 
-    ``mysql+pymysql://``, ``mysql+mysqldb://``, ``mariadb+mariadbconnector://``
-    (SQLAlchemy's driver suffix) become ``mysql://``; ``mariadb://`` stays.
-    ``localhost`` *with a port* means TCP to that port on the loopback
-    (127.0.0.1): Connector/C would otherwise take ``localhost`` as "the
-    default unix socket" and ignore the port, which fails in containers.
-    Without a port, ``localhost`` keeps meaning the local socket.
+    The core reads every scheme (``mysql+pymysql://``, ``mariadb://``, any
+    case) and splits a URL naming several servers (joined by ``;``); this
+    only adds Python's rule for a URL naming one server: ``localhost``
+    *with a port* means TCP to that port on the loopback (127.0.0.1):
+    Connector/C would otherwise take ``localhost`` as "the default unix
+    socket" and ignore the port, which fails in containers. Without a port,
+    ``localhost`` keeps meaning the local socket. In a list of servers
+    nothing is rewritten: the core refuses ``localhost`` there, as it does
+    for every language.
     """
-    servers = _NEXT_SERVER.split(url)
-    if len(servers) > 1:
-        return ";".join(_normalize_one(one) for one in servers)
-    return _normalize_one(url)
+    from . import _core
 
-
-def _normalize_one(url: str) -> str:
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url  # the core says what a URL looks like
-    base = scheme.split("+", 1)[0].lower()
-    if base in _SCHEMES:
-        scheme = base
+    if len(_core.server_urls(url)) > 1 or not _URL_SCHEME.match(url):
+        return url
+    scheme, _, rest = url.partition("://")
     slash = rest.find("/")
     authority, tail = (rest, "") if slash < 0 else (rest[:slash], rest[slash:])
     at = authority.rfind("@")

@@ -456,6 +456,9 @@ PYBIND11_MODULE(_core, m) {
         return out;
       },
       "The URL (any form the core reads) without its password, or None if it does not parse.");
+  m.def("server_urls", &dlock::SplitServerUrls, py::arg("url"),
+        "The URL's servers, each its own URL, in its order (one for a URL naming one server): "
+        "the core's split of a list joined by ';', which every binding and the core share.");
   m.def("code_name", [](int code) { return std::string(dlock::CodeName(code)); },
         "Stable name of a dlock_code, e.g. 'DLOCK_E_LOST'.");
   m.def("codes", [] {

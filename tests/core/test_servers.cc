@@ -154,3 +154,109 @@ TEST_CASE("servers: localhost in a list of servers is refused (it is the unix so
   CHECK(dlock::ServerIds("mysql://u@127.0.0.1:3307/app;mysql://u@127.0.0.1:3308/app", none, &ids)
             .ok());
 }
+
+TEST_CASE("server URLs: mysql+DRIVER:// and schemes in any case; a DSN's raw password never splits") {
+  using V = std::vector<std::string>;
+  dlock::ClientOptions o;
+  // A go-sql-driver DSN whose raw password holds ";mysql+pymysql://": one
+  // string, one meaning, in every language (the core splits for all of them).
+  const std::string dsn = "u:p;mysql+pymysql://x@tcp(h:1)/db";
+  CHECK(dlock::SplitServerUrls(dsn) == V{dsn});
+  REQUIRE(dlock::ParseUrl(dsn, &o).ok());
+  CHECK(o.user == "u");
+  CHECK(o.password == "p;mysql+pymysql://x");
+  CHECK(o.host == "h");
+  CHECK(o.port == 1);
+  std::string shown;
+  REQUIRE(dlock::UrlWithoutPassword(dsn, &shown).ok());
+  CHECK(shown == "u@tcp(h:1)/db");
+
+  // SQLAlchemy's driver suffix and any case: the same server's URL.
+  REQUIRE(dlock::ParseUrl("mysql+pymysql://u:pw@db1:3307/app", &o).ok());
+  CHECK(o.user == "u");
+  CHECK(o.password == "pw");
+  CHECK(o.host == "db1");
+  CHECK(o.port == 3307);
+  CHECK(o.database == "app");
+  for (const char* url : {"mysql+mysqldb://u@h/app", "mariadb+mariadbconnector://u@h/app",
+                          "MySQL://u@h/app", "MARIADB+PyMySQL://u@h/app", "JDBC:MariaDB://h/app",
+                          "Jdbc:MYSQL://h/app"}) {
+    INFO(url);
+    dlock::Status s = dlock::ParseUrl(url, &o);
+    CHECK_MESSAGE(s.ok(), s.message());
+    CHECK(o.host == "h");
+    CHECK(o.database == "app");
+  }
+  for (const char* url : {"mysql+://h/app", "mysql+py-mysql://h/app", "jdbc:mysql+x://h/app",
+                          "postgres+psycopg://h/app", "mysqlx://h/app"}) {
+    INFO(url);
+    CHECK(dlock::ParseUrl(url, &o).code() == dlock::Code::kInvalid);
+  }
+  REQUIRE(dlock::UrlWithoutPassword("mysql+pymysql://u:secret@h/app", &shown).ok());
+  CHECK(shown == "mysql+pymysql://u@h/app");
+
+  // Lists: a new server's URL may start with any of these forms.
+  CHECK(dlock::SplitServerUrls("mysql+pymysql://u:pw@h1/db;MARIADB+mariadbconnector://u@h2/db;"
+                               "Mysql://u@h3/db") ==
+        V{"mysql+pymysql://u:pw@h1/db", "MARIADB+mariadbconnector://u@h2/db", "Mysql://u@h3/db"});
+  std::vector<std::string> ids;
+  dlock::Config none;
+  REQUIRE(dlock::ServerIds("mysql+pymysql://u:pw@h1/db;MARIADB+mariadbconnector://u@h2/db", none,
+                           &ids)
+              .ok());
+  CHECK(ids == V{"h1:3306/db?table=distributed_lock&row_table=fixed_lock",
+                 "h2:3306/db?table=distributed_lock&row_table=fixed_lock"});
+  // The driver is no part of a server's identity.
+  dlock::Status s = dlock::ServerIds("mysql+pymysql://u@h/app;MYSQL://v@h/app", none, &ids);
+  CHECK(s.code() == dlock::Code::kInvalid);
+  CHECK(s.message().find("same server") != std::string::npos);
+}
+
+TEST_CASE("servers: a client-wide option (events) that differs between servers is refused") {
+  dlock::Config none;
+  std::vector<std::string> ids;
+  dlock::Status s =
+      dlock::ServerIds("mysql://u@h1/app?events=64;mysql://u@h2/app", none, &ids);
+  CHECK(s.code() == dlock::Code::kInvalid);
+  CHECK_MESSAGE(s.message() ==
+                    "server 2 of 2 in the URL: events=1024, but server 1 has events=64: a client "
+                    "over several servers has one event queue; give every server the same "
+                    "events=, or set events once in the client's options",
+                s.message());
+  CHECK(dlock::ServerIds("mysql://u@h1/app?events=64;mysql://u@h2/app?events=64", none, &ids).ok());
+  // The client's options win over every server's URL: then they agree.
+  dlock::Config cfg;
+  REQUIRE(cfg.Set("events", "8").ok());
+  CHECK(dlock::ServerIds("mysql://u@h1/app?events=64;mysql://u@h2/app", cfg, &ids).ok());
+  // Per-server options may differ.
+  CHECK(dlock::ServerIds("mysql://u@h1/app?pool=2&read_timeout=9;mysql://u@h2/app", none, &ids)
+            .ok());
+}
+
+TEST_CASE("KeyServerUrl: the server the caller's clients pick, with the caller's options") {
+  const std::string a = "mysql://u:pw@h1/app", b = "mysql://u@h2/app";
+  const std::string url = a + ";" + b;
+  dlock::Config none, cfg;
+  REQUIRE(cfg.Set("table", "t2").ok());  // part of each server's identity
+  std::vector<std::string> ids_none, ids_cfg;
+  REQUIRE(dlock::ServerIds(url, none, &ids_none).ok());
+  REQUIRE(dlock::ServerIds(url, cfg, &ids_cfg).ok());
+  int differ = 0;
+  for (int i = 0; i < 200; ++i) {
+    const std::string k = Key(i);
+    const std::string want_none = dlock::RendezvousPick(ids_none, k) == 0 ? a : b;
+    const std::string want_cfg = dlock::RendezvousPick(ids_cfg, k) == 0 ? a : b;
+    differ += want_none != want_cfg;
+    std::string got;
+    REQUIRE(dlock::KeyServerUrl(url, none, k, &got).ok());
+    CHECK(got == want_none);
+    REQUIRE(dlock::KeyServerUrl(url, cfg, k, &got).ok());
+    CHECK(got == want_cfg);
+  }
+  CHECK(differ > 0);  // the options did change where some keys live
+  std::string got;
+  REQUIRE(dlock::KeyServerUrl(a, cfg, "k", &got).ok());
+  CHECK(got == a);
+  CHECK(dlock::KeyServerUrl(url, none, "", &got).code() == dlock::Code::kInvalid);
+  CHECK(got.empty());
+}

@@ -122,18 +122,42 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   };
   const std::string q = query.empty() ? "" : "?" + query;
   // go-sql-driver's DSN: the password runs to the last '@' before the last
-  // '/', whatever it holds.
-  same_shown(user + ":" + password + "@tcp(" + host + ")/" + database + q,
-             user + ":" + rotated_password + "@tcp(" + host + ")/" + database + q, password);
+  // '/', whatever it holds. Unless user:password itself reads as scheme://
+  // (user mysql, password //x): a string that starts so is a URL, whatever
+  // follows (ParseUrl), as go-sql-driver's DSN cannot say otherwise.
+  auto url_like = [](const std::string& s) {
+    size_t i = 0;
+    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) != 0 || s[i] == '+' ||
+                            s[i] == '.' || s[i] == '-'))
+      ++i;
+    return i > 0 && s.compare(i, 3, "://") == 0;
+  };
+  if (!url_like(user + ":" + password) && !url_like(user + ":" + rotated_password))
+      same_shown(user + ":" + password + "@tcp(" + host + ")/" + database + q,
+               user + ":" + rotated_password + "@tcp(" + host + ")/" + database + q, password);
   // In a URL, a ';' followed by a URL's scheme separates servers (a list
   // of several), also inside a password, as documented (write it %3B); the
   // DSN form above is never split, whatever its password holds.
+  // The schemes: jdbc:mysql://, jdbc:mariadb://, and mysql:// or mariadb://,
+  // either also with a +DRIVER suffix (SQLAlchemy's), in any case.
   auto splits = [](const std::string& pw) {
     for (size_t i = pw.find(';'); i != std::string::npos; i = pw.find(';', i + 1)) {
-      std::string after = pw.substr(i + 1, 16);
+      std::string after = pw.substr(i + 1);
       for (char& ch : after) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      for (const char* scheme : {"mysql://", "mariadb://", "jdbc:mysql://", "jdbc:mariadb://"})
+      for (const char* scheme : {"jdbc:mysql://", "jdbc:mariadb://"})
         if (after.rfind(scheme, 0) == 0) return true;
+      for (const char* name : {"mysql", "mariadb"}) {
+        if (after.rfind(name, 0) != 0) continue;
+        size_t j = std::strlen(name);
+        if (j < after.size() && after[j] == '+') {
+          const size_t driver = ++j;
+          while (j < after.size() && (std::isalnum(static_cast<unsigned char>(after[j])) != 0 ||
+                                      after[j] == '_'))
+            ++j;
+          if (j == driver) continue;
+        }
+        if (after.compare(j, 3, "://") == 0) return true;
+      }
     }
     return false;
   };

@@ -4,7 +4,9 @@ options as a mysql:// URL."""
 
 from __future__ import annotations
 
+import os
 import urllib.parse
+from typing import Callable, List
 
 import pytest
 
@@ -73,3 +75,30 @@ def test_repr_shows_where_but_never_the_password() -> None:
     assert _convert.redact("jdbc:mariadb://app:s3cret@db/app") == "jdbc:mariadb://app@db/app"
     assert _convert.redact("mysql://u:s3cret@h:3306/db?pool=3") == "mysql://u@h:3306/db?pool=3"
     assert _convert.redact("nonsense") == "<not a URL>"
+
+
+def test_a_dsn_password_holding_a_url_scheme_is_the_password(
+        db_url: str, sql: Callable[[str], List[List[str]]], key: str) -> None:
+    """One string, one meaning in every language: a go-sql-driver DSN's raw
+    password that holds ';mysql+pymysql://' is the password (the core splits
+    a list only when the string starts with a URL, and Python no longer
+    splits or rewrites on its own)."""
+    from dlock import _core, _convert
+
+    password = "p;mysql+pymysql://x"
+    u = urllib.parse.urlsplit(db_url)
+    db = u.path.lstrip("/")
+    user = f"dlt_scheme_{os.getpid()}"
+    dsn = f"{user}:{password}@tcp({u.hostname}:{u.port or 3306})/{db}"
+    assert _core.server_urls(dsn) == [dsn]
+    assert _convert.normalize_url(dsn) == dsn
+    sql(f"CREATE USER '{user}'@'%' IDENTIFIED BY '{password}'")
+    try:
+        sql(f"GRANT ALL ON `{db}`.* TO '{user}'@'%'")
+        with dlock.connect(dsn, pool=1) as c:
+            with c.lock(key, ttl=30, wait=5) as held:
+                assert held.token > 0
+                assert sql(f"SELECT owner FROM distributed_lock WHERE lock_key = X'{key.encode().hex()}'"
+                           " AND owner <> ''") == [[held.owner]]
+    finally:
+        sql(f"DROP USER '{user}'@'%'")

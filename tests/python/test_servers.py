@@ -77,7 +77,40 @@ def test_score_pinned() -> None:
                             "job:42") == 0xA4735BA980518465
 
 
-def test_keys_on_their_servers(db_url: str, db_url2: str) -> None:
+def test_split_is_the_core_s() -> None:
+    """Python splits a list where the core does (it asks the core): before a
+    URL of any form the core reads, in any case, never inside a DSN."""
+    from dlock import _core
+
+    assert _core.server_urls("mysql+pymysql://u:p;w@h1/db;MariaDB+mariadbconnector://u@h2/db"
+                             ";JDBC:MySQL://h3/db") == [
+        "mysql+pymysql://u:p;w@h1/db", "MariaDB+mariadbconnector://u@h2/db", "JDBC:MySQL://h3/db"]
+    assert _core.server_urls("u:p;mysql+pymysql://x@tcp(h)/db") == ["u:p;mysql+pymysql://x@tcp(h)/db"]
+    assert _core.server_urls("mysql://u@h/db") == ["mysql://u@h/db"]
+
+
+def test_localhost_in_a_list_is_refused_as_the_core_refuses_it() -> None:
+    # Python's "localhost with a port is TCP" applies to a URL naming one
+    # server; in a list the core's rule holds, with the core's message (no
+    # server is contacted: the list is checked first).
+    with pytest.raises(dlock.InvalidArgument) as e:
+        dlock.connect("mysql+pymysql://root@localhost:3307/app;mysql://root@127.0.0.1:3308/app")
+    assert str(e.value).startswith("server 1 of 2 in the URL: host localhost is the default unix "
+                                   "socket whatever the port; in a list of servers write "
+                                   "127.0.0.1:PORT")
+    with pytest.raises(dlock.InvalidArgument, match="server 2 of 2 in the URL: host localhost"):
+        dlock.connect("mysql://root@127.0.0.1:3307/app;MYSQL://root@LocalHost:3308/app")
+
+
+def test_events_must_agree_between_servers() -> None:
+    with pytest.raises(dlock.InvalidArgument, match="server 2 of 2 in the URL: events=1024, but "
+                                                    "server 1 has events=64"):
+        dlock.connect("mysql://root@127.0.0.1:1/app?events=64;mysql://root@127.0.0.1:2/app")
+
+
+@pytest.mark.parametrize("schemes", [("mysql://", "mysql://"),
+                                     ("mysql+pymysql://", "MARIADB+mariadbconnector://")])
+def test_keys_on_their_servers(db_url: str, db_url2: str, schemes: tuple) -> None:
     urls = [db_url, db_url2]
     ids = [identity(u) for u in urls]
     keys = {}
@@ -86,7 +119,8 @@ def test_keys_on_their_servers(db_url: str, db_url2: str) -> None:
         k = f"pytest:{RUN}:srv:{i}"
         keys.setdefault(max((0, 1), key=lambda j: rendezvous_score(ids[j], k)), k)
         i += 1
-    with dlock.connect(";".join(urls)) as c, contextlib.ExitStack() as stack:
+    joined = ";".join(scheme + u.split("://", 1)[1] for scheme, u in zip(schemes, urls))
+    with dlock.connect(joined) as c, contextlib.ExitStack() as stack:
         for where, k in sorted(keys.items()):
             held = stack.enter_context(c.lock(k, ttl=30, wait=0))
             assert owners(urls[where], k) == [held.owner]

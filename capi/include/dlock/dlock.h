@@ -211,7 +211,9 @@ typedef struct dlock_client dlock_client;
 /* Opens a client from
  *   mysql://user[:password]@host[:port]/database[?socket=..&pool=..&...]
  * (percent-decoded; the password may instead come from the environment
- * variable DLOCK_PASSWORD). A URL error never quotes the user:password@host
+ * variable DLOCK_PASSWORD), also mariadb:// and SQLAlchemy's
+ * mysql+DRIVER:// / mariadb+DRIVER:// (the driver is ignored); schemes
+ * without regard to case. A URL error never quotes the user:password@host
  * part: it says what is wrong. Shapes that would put a password where
  * messages show it are refused (DLOCK_E_INVALID): a host with a ':' outside
  * [brackets] (the '@' forgotten), a user name with a raw '@', a raw ':' in
@@ -272,13 +274,15 @@ typedef struct dlock_client dlock_client;
  *   default (TLS off, connect_timeout 5, read_timeout 30).
  *   Several independent servers (lock traffic beyond one server): full
  *       URLs joined by ';', e.g. mysql://app@db1/app;mysql://app@db2/app
- *       (split only where a new mysql://, mariadb://, jdbc:mysql:// or
- *       jdbc:mariadb:// URL begins, so a ';' in a password stays unless
+ *       (split only where a new mysql://, mariadb:// (either also
+ *       +DRIVER), jdbc:mysql:// or jdbc:mariadb:// URL begins, in any case,
+ *       so a ';' in a password stays unless
  *       such a scheme follows it: write that one as %3B; a string that
  *       does not start with one of these URLs is never split, so a
  *       go-sql-driver DSN cannot be a member; each may be a multi-host
  *       URL; at most 64; cfg
- *       applies to each). Every key lives on one server, chosen by
+ *       applies to each; the event queue is one for the client, so an
+ *       events= that differs between servers is DLOCK_E_INVALID). Every key lives on one server, chosen by
  *       rendezvous hashing of the server's identity and the key (README,
  *       Topologies; dlock_client_server_of), and every call on a lock goes
  *       to that server only: exclusion and fencing tokens are per key.

@@ -44,9 +44,12 @@ Status UrlWithoutPassword(const std::string& url, std::string* out);
 
 // With a URL naming several servers (core.hpp, SplitServerUrls), the URL of
 // the one key lives on (its own URL for a URL naming one): an Admin opens
-// one server, so the operator's calls about one key go there. kInvalid as
-// ServerIds.
-Status KeyServerUrl(const std::string& url, const std::string& key, std::string* out);
+// one server, so the operator's calls about one key go there. cfg: the
+// options the clients are opened with (Client::Open), whose table= and
+// row_table= are part of each server's identity, so the key's server is the
+// one those clients pick. kInvalid as ServerIds.
+Status KeyServerUrl(const std::string& url, const Config& cfg, const std::string& key,
+                    std::string* out);
 
 // What `dlock doctor` reports, gathered by Admin. Facts only: what to make of
 // them is the caller's.

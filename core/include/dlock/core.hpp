@@ -93,14 +93,15 @@ struct Event {
 
 class ClientImpl;
 class LockImpl;
+struct ServerSpec;
 struct LockCaller;
 class Events;
 
 // ---- several independent servers in one client -----------------------------
 // A URL may name several independent servers (each a lock space of its own,
 // each possibly a multi-host Galera URL): full URLs joined by ';', split only
-// where a new mysql://, mariadb://, jdbc:mysql:// or jdbc:mariadb:// URL
-// begins (so a ';' in a password, a database name or an option value does
+// where a new mysql://, mariadb:// (either also +DRIVER), jdbc:mysql:// or
+// jdbc:mariadb:// URL begins, in any case (so a ';' in a password, a database name or an option value does
 // not split, unless a URL's scheme follows it: write that ';' as %3B), and
 // only when the string itself starts with such a URL (a go-sql-driver DSN is
 // never split and cannot be a member). Every key lives on
@@ -122,7 +123,9 @@ size_t RendezvousPick(const std::vector<std::string>& server_ids, const std::str
 // nodes of a multi-host URL sorted, host names in lower case, or unix:path),
 // then /database?table=..&row_table=.. (cfg's values win over the URL's, as
 // in Client::Open); never the user or the password. kInvalid for a server
-// that does not parse (naming its place) or a server listed twice.
+// that does not parse (naming its place), a server listed twice, a lone
+// localhost in a list, or servers whose client-wide option (events: the
+// client has one event queue) differs.
 Status ServerIds(const std::string& url, const Config& cfg, std::vector<std::string>* out);
 
 // A client owns a bounded pool of connections to one server. Thread-safe.
@@ -167,7 +170,7 @@ class Client {
   explicit Client(std::unique_ptr<ClientImpl> impl);
   Client(std::vector<std::shared_ptr<Client>> servers, std::vector<std::string> ids,
          std::shared_ptr<Events> events);
-  static Status OpenOne(const std::string& url, const Config& cfg, std::shared_ptr<Events> events,
+  static Status OpenOne(const ServerSpec& server, const Config& cfg, std::shared_ptr<Events> events,
                         std::shared_ptr<Client>* out);
   // The process that opened it (kForked checks).
   int pid() const;
