@@ -20,8 +20,9 @@
 //     per statement and in its Commit stage (performance_schema; skipped
 //     when the server runs without it), client CPU per cycle (getrusage)
 //
-// --only a|c|e|f runs one section ((a) includes (b), (c) includes (d));
-// without --only: (a) to (e), and (f) when performance_schema is on.
+// --only LETTERS runs those sections, e.g. "ae" ((a) includes (b), (c)
+// includes (d)); without --only: (a) to (e), and (f) when the server runs
+// performance_schema.
 #include <dlock/dlock.h>
 #include <mysql.h>
 #include <mysqld_error.h>
@@ -783,6 +784,20 @@ void HandoffSection(const std::string& url, double seconds) {
       std::printf("    round %d  one/two: handoff p50 %.2fx, p99 %.2fx, time per acquisition %.2fx; early wake/two: p50 %.2fx\n",
                   round + 1, one.p50 / two.p50, one.p99 / two.p99, two.acq_per_s / one.acq_per_s, early.p50 / two.p50);
     }
+    // Each round's ratio, then their median: drift between rounds hits both alike.
+    auto median_ratio = [&](int a, int b, auto fig) {
+      std::vector<double> v;
+      for (int r = 0; r < rounds; ++r) v.push_back(fig(f[a][r]) / fig(f[b][r]));
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    auto p50 = [](const ContendedFigures& x) { return x.p50; };
+    auto p99 = [](const ContendedFigures& x) { return x.p99; };
+    auto per_acq = [](const ContendedFigures& x) { return x.acq_per_s > 0 ? 1 / x.acq_per_s : 0.0; };
+    std::printf("    median of the rounds' ratios: one/two handoff p50 %.2fx, p99 %.2fx, time per acquisition %.2fx "
+                "(bar <= 0.80); early wake/two p50 %.2fx; dlock (C API)/two p50 %.2fx\n",
+                median_ratio(1, 0, p50), median_ratio(1, 0, p99), median_ratio(1, 0, per_acq), median_ratio(2, 0, p50),
+                median_ratio(3, 0, p50));
   }
   Url u = ParseUrl(url);
   DurabilityProbe(u, 100);
@@ -895,12 +910,11 @@ void PrintServer(const char* name, const ServerTime& t, int cycles) {
   std::printf("%s\n", line.c_str());
 }
 
-void ProfileSection(const Url& u, const std::string& url, int iters, bool required) {
+void ProfileSection(const Url& u, const std::string& url, int iters) {
   Raw admin(u);
   if (Rows(admin.handle(), "SELECT @@performance_schema").at(0).at(0) != "1") {
     std::printf("\n(f) profile: skipped, the server runs without performance_schema (start it with\n"
                 "    performance_schema=ON; bench/run.sh restarts its throwaway server so for this section)\n");
-    if (required) std::exit(1);
     return;
   }
   admin.Query("UPDATE performance_schema.setup_instruments SET ENABLED = 'YES', TIMED = 'YES' "
@@ -927,6 +941,7 @@ void ProfileSection(const Url& u, const std::string& url, int iters, bool requir
   MYSQL_STMT* del1 = f1.Prepare("DELETE FROM bench_article_lock WHERE lock_key = ? AND owner = ?");
   MYSQL_STMT* acq1 = d1.Prepare(q.acquire.c_str());
   MYSQL_STMT* rel1 = d1.Prepare(q.release.c_str());
+  const std::string t_f1 = ThreadIdOf(f1), t_d1 = ThreadIdOf(d1);
 
   dlock_client* c;
   dlock_error e;
@@ -958,7 +973,7 @@ void ProfileSection(const Url& u, const std::string& url, int iters, bool requir
     dlock_cycle();
   }
   const std::string not_admin = "THREAD_ID <> " + admin_thread;
-  ServerTime s_fi, s_fd, s_da, s_dr, s_lib;
+  ServerTime s_fi, s_fd, s_da, s_dr, s_lib, s_f1, s_d1;
   std::vector<double> wall(8, 0), cpu(8, 0);
   // On a throwaway server (bench/run.sh says so), also without the flush at commit.
   const bool noflush = std::getenv("DLOCK_BENCH_THROWAWAY") != nullptr;
@@ -982,8 +997,12 @@ void ProfileSection(const Url& u, const std::string& url, int iters, bool requir
     ServerTime a_lib = Snapshot(admin, not_admin);
     timed(2, dlock_cycle);
     Add(&s_lib, Minus(Snapshot(admin, not_admin), a_lib));
+    ServerTime a_f1 = Snapshot(admin, "THREAD_ID = " + t_f1);
     timed(3, [&] { floor_cycle(ins1, f1, del1, f1); });
+    Add(&s_f1, Minus(Snapshot(admin, "THREAD_ID = " + t_f1), a_f1));
+    ServerTime a_d1 = Snapshot(admin, "THREAD_ID = " + t_d1);
     timed(4, [&] { dlock_bare_cycle(acq1, d1, rel1, d1); });
+    Add(&s_d1, Minus(Snapshot(admin, "THREAD_ID = " + t_d1), a_d1));
     if (noflush) {
       // The same cycles with commits written but not flushed: what the flush costs them.
       admin.Query("SET GLOBAL innodb_flush_log_at_trx_commit = 2");
@@ -1004,6 +1023,8 @@ void ProfileSection(const Url& u, const std::string& url, int iters, bool requir
   PrintServer("dlock acquire, bare", s_da, cycles);
   PrintServer("dlock release, bare", s_dr, cycles);
   PrintServer("dlock C API, try + release", s_lib, cycles);
+  PrintServer("floor pair, one connection", s_f1, cycles);
+  PrintServer("dlock's pair bare, one connection", s_d1, cycles);
   const double srv_floor = (s_fi.ms + s_fd.ms) / cycles, srv_dlock = (s_da.ms + s_dr.ms) / cycles;
   std::printf("    pair: floor %.3f ms (Commit %.0f%%), dlock's %.3f ms (Commit %.0f%%): dlock's acquire does %.3f ms more\n"
               "    work outside Commit than the floor's INSERT, its release %.3f ms more than the DELETE\n",
@@ -1014,7 +1035,7 @@ void ProfileSection(const Url& u, const std::string& url, int iters, bool requir
   std::printf("  client (this process: wall and CPU, getrusage user + system, per cycle):\n");
   const char* names[] = {"floor pair, two connections", "dlock's pair bare, two connections", "dlock C API",
                          "floor pair, one connection", "dlock's pair bare, one connection"};
-  const double server[] = {srv_floor, srv_dlock, s_lib.ms / cycles, srv_floor, srv_dlock};
+  const double server[] = {srv_floor, srv_dlock, s_lib.ms / cycles, s_f1.ms / cycles, s_d1.ms / cycles};
   for (int i : {3, 4, 2, 0, 1})
     std::printf("    %-36s wall %6.3f ms  client CPU %6.3f ms  server %6.3f ms  rest %6.3f ms\n", names[i],
                 wall[i] / cycles, cpu[i] / cycles, server[i], (wall[i] - cpu[i]) / cycles - server[i]);
@@ -1059,7 +1080,7 @@ void PrintHandoff(const char* name, const ContendedFigures& f) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s URL [--seconds S] [--procs P] [--threads T] [--iters N] [--only a|c|e|f]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s URL [--seconds S] [--procs P] [--threads T] [--iters N] [--only LETTERS, of acef]\n", argv[0]);
     return 2;
   }
   std::string url = argv[1];
@@ -1075,6 +1096,7 @@ int main(int argc, char** argv) {
     else if (a == "--only") only = argv[i + 1];
     else Die("unknown option " + a);
   }
+  auto want = [&](char section) { return only.empty() || only.find(section) != std::string::npos; };
   Url u = ParseUrl(url);
   RawSetup(u);
   {
@@ -1093,7 +1115,7 @@ int main(int argc, char** argv) {
   std::printf("dlock %s benchmark (%d cores on this machine)\n", dlock_version(),
               static_cast<int>(std::thread::hardware_concurrency()));
 
-  if (only.empty() || only == "a") {
+  if (want('a')) {
   // (a)/(b): alternate floor and dlock runs so drift hits both alike; medians.
   dlock_client* c;
   dlock_error e;
@@ -1149,7 +1171,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   }
-  if (only.empty() || only == "c") {
+  if (want('c')) {
 
   // (c) the article's loop: release, then at once acquire again; (d) every
   // handoff to a waiter: 20 ms outside after each release. Both with
@@ -1196,7 +1218,7 @@ int main(int argc, char** argv) {
     }
   }
   }
-  if (only.empty() || only == "e") HandoffSection(url, seconds);
-  if (only.empty() || only == "f") ProfileSection(u, url, iters, /*required=*/only == "f");
+  if (want('e')) HandoffSection(url, seconds);
+  if (want('f')) ProfileSection(u, url, iters);
   return 0;
 }
