@@ -22,7 +22,10 @@
 //
 // --only LETTERS runs those sections, e.g. "ae" ((a) includes (b), (c)
 // includes (d)); without --only: (a) to (e), and (f) when the server runs
-// performance_schema.
+// performance_schema. (f) turns on performance_schema's stage and statement
+// instruments (a global setting); with DLOCK_BENCH_THROWAWAY=1 (bench/run.sh,
+// on its own server) it also times the cycles with
+// innodb_flush_log_at_trx_commit=2, set globally and put back.
 #include <dlock/dlock.h>
 #include <mysql.h>
 #include <mysqld_error.h>
