@@ -11,9 +11,25 @@
 //     statements per acquisition; the article's 100 ms-polling class first,
 //     as the baseline
 // (d) the same for the row lock
+// (e) a handoff in one durable commit (issue 22, goal 4): dlock's two-commit
+//     handoff (its release, then the waiter's acquire, the core's statements
+//     sent bare) against a prototype written here (the waiter's claim, the
+//     release hands the row to the oldest live claim), in alternating rounds;
+//     and a probe of waking the next holder before the release is durable
+// (f) where an uncontended cycle's time goes (issue 22, goal 3): server time
+//     per statement and in its Commit stage (performance_schema; skipped
+//     when the server runs without it), client CPU per cycle (getrusage)
+//
+// --only LETTERS runs those sections, e.g. "ae" ((a) includes (b), (c)
+// includes (d)); without --only: (a) to (e), and (f) when the server runs
+// performance_schema. (f) turns on performance_schema's stage and statement
+// instruments (a global setting); with DLOCK_BENCH_THROWAWAY=1 (bench/run.sh,
+// on its own server) it also times the cycles with
+// innodb_flush_log_at_trx_commit=2, set globally and put back.
 #include <dlock/dlock.h>
 #include <mysql.h>
 #include <mysqld_error.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,12 +39,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "dialect.h"  // the core's statements, as its dialect builds them
+
 namespace {
+
+// What the core sends for the default tables (the MariaDB dialect), so that
+// what runs bare here is what dlock runs, never a copy that drifts.
+const dlock::Statements& CoreSql() {
+  static const dlock::Statements s = dlock::OfflineStatements(dlock::ClientOptions{});
+  return s;
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -128,6 +154,41 @@ class Raw {
     if (affected) *affected = mysql_stmt_affected_rows(st);
     return 0;
   }
+  // Runs st and returns its first row's first column ("NULL" for NULL,
+  // "" for no row); dies on an error.
+  std::string Fetch(MYSQL_STMT* st, const std::vector<std::string>& params) {
+    ++statements;
+    std::vector<MYSQL_BIND> b(params.size());
+    std::vector<unsigned long> len(params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      std::memset(&b[i], 0, sizeof b[i]);
+      len[i] = params[i].size();
+      b[i].buffer_type = MYSQL_TYPE_STRING;
+      b[i].buffer = const_cast<char*>(params[i].data());
+      b[i].buffer_length = len[i];
+      b[i].length = &len[i];
+    }
+    if (!params.empty()) mysql_stmt_bind_param(st, b.data());
+    if (mysql_stmt_execute(st) != 0) Die(std::string("fetch: ") + mysql_stmt_error(st));
+    char buf[512];
+    unsigned long n = 0;
+    my_bool is_null = 0;
+    MYSQL_BIND out;
+    std::memset(&out, 0, sizeof out);
+    out.buffer_type = MYSQL_TYPE_STRING;
+    out.buffer = buf;
+    out.buffer_length = sizeof buf;
+    out.length = &n;
+    out.is_null = &is_null;
+    mysql_stmt_bind_result(st, &out);
+    mysql_stmt_store_result(st);
+    std::string v;
+    int rc = mysql_stmt_fetch(st);
+    if (rc == 0 || rc == MYSQL_DATA_TRUNCATED) v = is_null ? "NULL" : std::string(buf, std::min<size_t>(n, sizeof buf));
+    mysql_stmt_free_result(st);
+    return v;
+  }
+  MYSQL* handle() { return m_; }
   uint64_t statements = 0;
 
  private:
@@ -146,6 +207,11 @@ void RawSetup(const Url& u) {
           "updated_time DATETIME DEFAULT NULL, PRIMARY KEY (id)) ENGINE=InnoDB");
   r.Query("INSERT IGNORE INTO bench_fixed_lock (id, lock_name) VALUES (1, 'global_lock')");
   r.Query("DELETE FROM bench_article_lock");
+  // (e)'s prototype: a waiter's short-lived claim on a key of dlock's table.
+  r.Query("CREATE TABLE IF NOT EXISTS bench_handoff_claim (lock_key VARBINARY(255) NOT NULL, "
+          "claimant VARBINARY(64) NOT NULL, claimed_at DATETIME(6) NOT NULL, expire_time DATETIME(6) NOT NULL, "
+          "PRIMARY KEY (lock_key, claimant), KEY by_age (lock_key, claimed_at)) ENGINE=InnoDB");
+  r.Query("DELETE FROM bench_handoff_claim");
 }
 
 // ---- (a)/(b): uncontended ----------------------------------------------
@@ -172,32 +238,19 @@ double FloorLease(const Url& u, int n) {
   return (NowMs() - t0) / n;
 }
 
-// dlock's own two lease statements (as dialect_mariadb.cc / dialect.cc build them for the
+// dlock's own two lease statements (the core's dialect builds them, for the
 // default table), sent bare through Connector/C: what the statements cost
 // without the library around them.
 double FloorDlockStatements(const Url& u, int n) {
   Raw r(u);
-  const std::string now = "UTC_TIMESTAMP(6)";
-  const std::string acquire =
-      "INSERT INTO `distributed_lock` (lock_key, owner, expire_time, create_time, fence) VALUES (?, ?, " + now +
-      " + INTERVAL 30000000 MICROSECOND, " + now +
-      ", LAST_INSERT_ID(COALESCE((SELECT fence_floor FROM `distributed_lock_fence` WHERE id = 1 LOCK IN SHARE "
-      "MODE), 0) + 1)) ON DUPLICATE KEY UPDATE fence = IF(expire_time < " + now +
-      ", LAST_INSERT_ID(fence + 1), IF(owner = VALUES(owner), LAST_INSERT_ID(fence), fence + 0 * "
-      "LAST_INSERT_ID(GREATEST(0, TIMESTAMPDIFF(MICROSECOND, " + now + ", expire_time))))), create_time = "
-      "IF(expire_time < " + now + ", " + now + ", create_time), owner = IF(expire_time < " + now +
-      " OR owner = VALUES(owner), VALUES(owner), owner), expire_time = IF(owner = VALUES(owner), "
-      "VALUES(expire_time), expire_time)";
-  const std::string release = "UPDATE `distributed_lock` SET owner = '', expire_time = IF(LAST_INSERT_ID(expire_time >= " +
-                              now + "), '1970-01-01 00:00:00', '1970-01-01 00:00:00') WHERE lock_key = ? AND owner = ?";
-  MYSQL_STMT* acq = r.Prepare(acquire.c_str());
-  MYSQL_STMT* rel = r.Prepare(release.c_str());
+  MYSQL_STMT* acq = r.Prepare(CoreSql().lease.acquire.c_str());
+  MYSQL_STMT* rel = r.Prepare(CoreSql().lease.release.c_str());
   double t0 = NowMs();
   for (int i = 0; i < n; ++i) {
-    std::vector<std::string> p = {"bench:floor:dlock", "owner-" + std::to_string(i)};
+    const std::string key = "bench:floor:dlock", owner = "owner-" + std::to_string(i);
     uint64_t a = 0;
-    if (r.Exec(acq, p, &a) != 0 || a == 0) Die("bare dlock acquire failed");
-    if (r.Exec(rel, p, &a) != 0 || a != 1) Die("bare dlock release failed");
+    if (r.Exec(acq, {key, owner, "30000000"}, &a) != 0 || a == 0) Die("bare dlock acquire failed");
+    if (r.Exec(rel, {key, owner}, &a) != 0 || a != 1) Die("bare dlock release failed");
   }
   return (NowMs() - t0) / n;
 }
@@ -247,7 +300,7 @@ struct ProcResult {
   uint64_t statements = 0;
 };
 
-enum class Kind { kArticle, kGetLock, kForUpdate, kLease, kRow };
+enum class Kind { kArticle, kGetLock, kForUpdate, kLease, kRow, kTwoCommit, kOneCommit, kOneCommitEarly };
 
 // Scenario knobs shared by every contender.
 struct Scenario {
@@ -311,6 +364,146 @@ void RawContender(const Url& u, Kind kind, const Scenario& sc, int id, int proc,
   *stmts += r.statements;
 }
 
+// ---- (e): a handoff in one durable commit, against dlock's two ------------
+
+// The wake-up name both handoffs use: GET_LOCK, as dlock uses it (a hint
+// for waiters; the lease row decides).
+const char* const kHandoffWake = "bench:handoff:wake";
+const char* const kTtlUs = "30000000";
+const char* const kClaimUs = "2000000";  // the claim window
+
+// dlock's two-commit handoff, its statements sent bare and driven as
+// lease_scheme.cc drives them: try the acquire; when busy, wait for the
+// holder's wake-up name (GET_LOCK) and try again; a holder that came
+// through the name gives it up inside its release statement
+// (release_and_wake), so the next waiter is woken while that commit is
+// flushed and its acquire (the second commit) queues on the row.
+void TwoCommitContender(const Url& u, const Scenario& sc, int id, int proc, double end, std::vector<Rec>* out,
+                        uint64_t* stmts) {
+  Raw r(u);
+  const dlock::LeaseSql& q = CoreSql().lease;
+  MYSQL_STMT* acq = r.Prepare(q.acquire.c_str());
+  MYSQL_STMT* rel = r.Prepare(q.release.c_str());
+  MYSQL_STMT* rel_wake = r.Prepare(q.release_and_wake.c_str());
+  MYSQL_STMT* get_name = r.Prepare(q.get_name.c_str());
+  const std::string key = "bench:handoff:two";
+  bool has_name = false;
+  uint64_t n = 0;
+  while (NowMs() < end) {
+    const std::string owner = "t" + std::to_string(id) + "-" + std::to_string(n++);
+    const double t0 = NowMs();
+    bool got = false;
+    while (!got && NowMs() < end + 1000) {
+      uint64_t a = 0;
+      if (r.Exec(acq, {key, owner, kTtlUs}, &a) != 0) Die("two-commit acquire failed");
+      if (a > 0) { got = true; break; }
+      if (!has_name) has_name = r.Fetch(get_name, {kHandoffWake, "2000000"}) == "1";
+      else SleepMs(1);  // holding the name while busy: the holder did not come through it; poll
+    }
+    if (!got) break;
+    const double acquired = NowMs();
+    if (sc.inside_ms > 0) SleepMs(sc.inside_ms);
+    const double rs = NowMs();
+    uint64_t a = 0;
+    if (has_name) {
+      if (r.Exec(rel_wake, {kHandoffWake, key, owner}, &a) != 0 || a != 1) Die("two-commit release failed");
+      has_name = false;
+    } else if (r.Exec(rel, {key, owner}, &a) != 0 || a != 1) {
+      Die("two-commit release failed");
+    }
+    out->push_back(Rec{t0, acquired, rs, id, proc});
+    if (sc.outside_ms > 0) SleepMs(sc.outside_ms);
+  }
+  *stmts += r.statements;
+}
+
+// The prototype of a one-commit handoff (not in the core): a waiter
+// registers a short-lived claim (its extra commit per contended
+// acquisition), and the release hands the lease to the oldest live claim
+// in the same statement, so the handoff's path holds one durable commit.
+// The waiter learns it from its wake-up and one read. `early`: the wake-up
+// is given inside the release statement (before its commit is durable) and
+// the waiter reads with a share lock, which returns once the release has
+// committed in memory; otherwise (safe) the releaser gives the name up
+// after the release's reply, i.e. after the flush.
+// Its simplifications all favour it: the handed lease gets the full ttl (a
+// real one would grant the claim window and renew: one more commit), a
+// claim outlives its acquisition until its window ends, and fencing is a
+// plain +1.
+void OneCommitContender(const Url& u, const Scenario& sc, bool early, int id, int proc, double end,
+                        std::vector<Rec>* out, uint64_t* stmts) {
+  Raw r(u);
+  const dlock::LeaseSql& q = CoreSql().lease;
+  const std::string now = "UTC_TIMESTAMP(6)";
+  MYSQL_STMT* acq = r.Prepare(q.acquire.c_str());
+  MYSQL_STMT* claim = r.Prepare(("INSERT INTO bench_handoff_claim (lock_key, claimant, claimed_at, expire_time) "
+                                 "VALUES (?, ?, " + now + ", " + now + " + INTERVAL ? MICROSECOND) ON DUPLICATE KEY "
+                                 "UPDATE claimed_at = VALUES(claimed_at), expire_time = VALUES(expire_time)").c_str());
+  const std::string next = "(SELECT claimant FROM bench_handoff_claim WHERE lock_key = ? AND claimant <> ? AND "
+                           "expire_time >= " + now + " ORDER BY claimed_at LIMIT 1)";
+  const std::string wake = early ? " + 0 * IFNULL(RELEASE_LOCK(?), 0)" : "";
+  // Assignment order: owner first; fence and expiry read the new owner.
+  MYSQL_STMT* hand = r.Prepare(("UPDATE `distributed_lock` SET owner = COALESCE(" + next + ", ''), "
+                                "fence = IF(owner <> '', fence + 1, fence), expire_time = IF((owner <> '')" + wake +
+                                ", " + now + " + INTERVAL ? MICROSECOND, '1970-01-01 00:00:00') "
+                                "WHERE lock_key = ? AND owner = ?").c_str());
+  MYSQL_STMT* read = r.Prepare(early ? "SELECT CONCAT(owner, ':', fence) FROM `distributed_lock` WHERE lock_key = ? "
+                                       "LOCK IN SHARE MODE"
+                                     : "SELECT CONCAT(owner, ':', fence) FROM `distributed_lock` WHERE lock_key = ?");
+  MYSQL_STMT* get_name = r.Prepare(CoreSql().lease.get_name.c_str());
+  MYSQL_STMT* drop_name = r.Prepare(CoreSql().lease.release_name.c_str());
+  const std::string key = early ? "bench:handoff:one-early" : "bench:handoff:one";
+  // The claimant is the owner id of the lease it is handed: one per
+  // contender (a fresh one per acquisition would leave claims to skip).
+  const std::string me = "c" + std::to_string(id);
+  bool has_name = false;
+  while (NowMs() < end) {
+    const double t0 = NowMs();
+    bool got = false, claimed = false;
+    std::string passed_for;  // the grant (owner:fence) we last passed the name on for
+    while (!got && NowMs() < end + 1000) {
+      uint64_t a = 0;
+      if (r.Exec(acq, {key, me, kTtlUs}, &a) != 0) Die("one-commit acquire failed");
+      if (a > 0) { got = true; break; }
+      if (!claimed) {  // the extra commit of a contended acquisition
+        if (r.Exec(claim, {key, me, kClaimUs}) != 0) Die("claim failed");
+        claimed = true;
+      }
+      if (!has_name && !(has_name = r.Fetch(get_name, {kHandoffWake, "2000000"}) == "1")) continue;
+      // owner:fence, so that one holder's next grant is told from this one
+      const std::string grant = r.Fetch(read, {key});
+      const std::string owner = grant.substr(0, grant.rfind(':'));
+      if (owner == me) { got = true; break; }  // handed to us
+      if (owner.empty()) continue;             // free: the acquire takes it
+      // Woken for a lease handed to another claim, or given the name by
+      // no one (the holder came in without it): pass the name on along the
+      // queue, since the new holder may be waiting for it; seeing the same
+      // grant again, poll without holding the name.
+      r.Exec(drop_name, {kHandoffWake});
+      has_name = false;
+      if (grant == passed_for) SleepMs(1);
+      passed_for = grant;
+    }
+    if (!got) break;
+    const double acquired = NowMs();
+    if (sc.inside_ms > 0) SleepMs(sc.inside_ms);
+    const double rs = NowMs();
+    uint64_t a = 0;
+    // Parameters: next's key and releaser, [the name to wake], ttl, key, owner.
+    std::vector<std::string> p = {key, me};
+    if (early) p.push_back(has_name ? kHandoffWake : "bench:handoff:none");  // a name no one holds: no wake-up
+    p.insert(p.end(), {kTtlUs, key, me});
+    if (r.Exec(hand, p, &a) != 0 || a != 1) Die("one-commit release failed");
+    if (has_name) {
+      if (!early) r.Exec(drop_name, {kHandoffWake});  // after the reply: the handoff is durable
+      has_name = false;
+    }
+    out->push_back(Rec{t0, acquired, rs, id, proc});
+    if (sc.outside_ms > 0) SleepMs(sc.outside_ms);
+  }
+  *stmts += r.statements;
+}
+
 void DlockContender(dlock_client* c, Kind kind, const Scenario& sc, int id, int proc, double end,
                     std::vector<Rec>* out) {
   dlock_error e;
@@ -361,6 +554,9 @@ ProcResult RunProcess(const std::string& url, Kind kind, const Scenario& sc, int
     ts.emplace_back([&, t, id] {
       if (kind == Kind::kArticle) ArticleContender(u, sc, id, proc, end, &per[t], &stmts[t]);
       else if (kind == Kind::kGetLock || kind == Kind::kForUpdate) RawContender(u, kind, sc, id, proc, end, &per[t], &stmts[t]);
+      else if (kind == Kind::kTwoCommit) TwoCommitContender(u, sc, id, proc, end, &per[t], &stmts[t]);
+      else if (kind == Kind::kOneCommit || kind == Kind::kOneCommitEarly)
+        OneCommitContender(u, sc, kind == Kind::kOneCommitEarly, id, proc, end, &per[t], &stmts[t]);
       else DlockContender(c, kind, sc, id, proc, end, &per[t]);
     });
   }
@@ -383,6 +579,7 @@ struct ContendedFigures {
   int proc_most, proc_fewest;  // per process
   double retake;             // next holder == last holder, of all handoffs
   double stmts_per_acq;
+  double acq_per_s;          // acquisitions in the window, per second
   int overlaps;
   size_t acquisitions;
   int slow;                  // handoffs > 3x p50
@@ -466,7 +663,8 @@ ContendedFigures Contend(const std::string& url, Kind kind, const Scenario& sc, 
   f.fewest = *std::min_element(count.begin(), count.end());
   f.proc_most = *std::max_element(pcount.begin(), pcount.end());
   f.proc_fewest = *std::min_element(pcount.begin(), pcount.end());
-  f.throughput_fraction = in_window / seconds / (1000.0 / sc.inside_ms);
+  f.throughput_fraction = sc.inside_ms > 0 ? in_window / seconds / (1000.0 / sc.inside_ms) : 0;
+  f.acq_per_s = in_window / seconds;
   f.stmts_per_acq = all.empty() ? 0 : static_cast<double>(statements) / all.size();
   f.acquisitions = all.size();
   if (std::getenv("DLOCK_BENCH_DUMP") != nullptr) {
@@ -482,6 +680,381 @@ ContendedFigures Contend(const std::string& url, Kind kind, const Scenario& sc, 
     }
   }
   return f;
+}
+
+// Waking the next holder inside the release statement, before its commit
+// is durable: does the waiter see the handover before the flush? A holder
+// hands the lease to a probe's claim with the wake-up inside the statement;
+// the probe, woken, reads the row with a share lock. Counted: the probe saw
+// itself as the holder before the release's reply came back (the server
+// replies after the flush: innodb_flush_log_at_trx_commit=1).
+void DurabilityProbe(const Url& u, int tries) {
+  Raw h(u), pr(u), admin(u);
+  const dlock::LeaseSql& q = CoreSql().lease;
+  const std::string now = "UTC_TIMESTAMP(6)", key = "bench:handoff:probe", name = "bench:handoff:probe-wake";
+  MYSQL_STMT* acq = h.Prepare(q.acquire.c_str());
+  MYSQL_STMT* h_name = h.Prepare(q.get_name.c_str());
+  MYSQL_STMT* hand = h.Prepare(("UPDATE `distributed_lock` SET owner = COALESCE((SELECT claimant FROM "
+                                "bench_handoff_claim WHERE lock_key = ? AND claimant <> ? AND expire_time >= " + now +
+                                " ORDER BY claimed_at LIMIT 1), ''), fence = IF(owner <> '', fence + 1, fence), "
+                                "expire_time = IF((owner <> '') + 0 * IFNULL(RELEASE_LOCK(?), 0), " + now +
+                                " + INTERVAL ? MICROSECOND, '1970-01-01 00:00:00') WHERE lock_key = ? AND owner = ?").c_str());
+  MYSQL_STMT* claim = pr.Prepare(("INSERT INTO bench_handoff_claim (lock_key, claimant, claimed_at, expire_time) "
+                                  "VALUES (?, ?, " + now + ", " + now + " + INTERVAL ? MICROSECOND) ON DUPLICATE KEY "
+                                  "UPDATE claimed_at = VALUES(claimed_at), expire_time = VALUES(expire_time)").c_str());
+  MYSQL_STMT* p_name = pr.Prepare(q.get_name.c_str());
+  MYSQL_STMT* p_drop = pr.Prepare(q.release_name.c_str());
+  MYSQL_STMT* p_read = pr.Prepare("SELECT owner FROM `distributed_lock` WHERE lock_key = ? LOCK IN SHARE MODE");
+  MYSQL_STMT* p_rel = pr.Prepare(q.release.c_str());
+  MYSQL_STMT* p_unclaim = pr.Prepare("DELETE FROM bench_handoff_claim WHERE lock_key = ? AND claimant = ?");
+  MYSQL_STMT* waiting = admin.Prepare("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE LIKE 'User lock%'");
+  int seen_early = 0, handed = 0;
+  std::vector<double> lead, release_ms;
+  for (int i = 0; i < tries; ++i) {
+    const std::string holder = "probe-holder-" + std::to_string(i), me = "probe-" + std::to_string(i);
+    uint64_t a = 0;
+    if (h.Exec(acq, {key, holder, kTtlUs}, &a) != 0 || a == 0) Die("probe: holder's acquire failed");
+    if (h.Fetch(h_name, {name, "1000000"}) != "1") Die("probe: holder could not take the wake-up name");
+    if (pr.Exec(claim, {key, me, kClaimUs}) != 0) Die("probe: claim failed");
+    double seen_at = 0;
+    std::string seen;
+    std::thread t([&] {
+      if (pr.Fetch(p_name, {name, "5000000"}) != "1") return;
+      seen = pr.Fetch(p_read, {key});
+      seen_at = NowMs();
+    });
+    const double deadline = NowMs() + 5000;  // until the probe waits on the name
+    while (admin.Fetch(waiting, {}) == "0" && NowMs() < deadline) SleepMs(0.2);
+    const double r0 = NowMs();
+    if (h.Exec(hand, {key, holder, name, kTtlUs, key, holder}, &a) != 0 || a != 1) Die("probe: release failed");
+    const double ack = NowMs();
+    t.join();
+    release_ms.push_back(ack - r0);
+    if (seen == me) {
+      ++handed;
+      if (seen_at < ack) ++seen_early;
+      lead.push_back(ack - seen_at);
+      if (pr.Exec(p_rel, {key, me}, &a) != 0 || a != 1) Die("probe: release by the new holder failed");
+    }
+    pr.Exec(p_drop, {name});
+    pr.Exec(p_unclaim, {key, me});  // a claim left live would be handed the next try's lease
+  }
+  std::sort(lead.begin(), lead.end());
+  std::sort(release_ms.begin(), release_ms.end());
+  std::printf("  waking inside the release (before its commit is durable), %d tries: handed over %d, the new\n"
+              "  holder saw the handover before the release's reply (sent after the flush) in %d; by %.3f ms\n"
+              "  (median; the release took %.3f ms): the wake-up must follow the flush\n",
+              tries, handed, seen_early, lead.empty() ? 0.0 : lead[lead.size() / 2],
+              release_ms.empty() ? 0.0 : release_ms[release_ms.size() / 2]);
+}
+
+void HandoffSection(const std::string& url, double seconds) {
+  struct Layout {
+    int procs, threads;
+  };
+  const Layout layouts[] = {{1, 3}, {3, 1}};
+  struct Row {
+    const char* name;
+    Kind kind;
+  };
+  const Row rows[] = {{"two commits (dlock's statements)", Kind::kTwoCommit},
+                      {"one commit (prototype, safe)", Kind::kOneCommit},
+                      {"one commit, early wake (unsafe)", Kind::kOneCommitEarly},
+                      {"dlock lease (C API)", Kind::kLease}};
+  const int nrows = sizeof rows / sizeof rows[0];
+  const int rounds = 3;
+  const double per = std::max(2.0, seconds / rounds);
+  Scenario sc;
+  sc.inside_ms = 1;  // long enough that the others wait; 0 outside: always contended
+  sc.outside_ms = 0;
+  std::printf("\n(e) a handoff in one durable commit (prototype) against two (dlock's), 3 contenders on one key,\n"
+              "    1 ms inside, 0 outside, %d alternating rounds of %.0f s; bar: one/two <= 0.80\n", rounds, per);
+  for (const Layout& lay : layouts) {
+    std::printf("  %d thread%s in %d process%s, each its own connection:\n", lay.procs * lay.threads,
+                lay.procs * lay.threads == 1 ? "" : "s", lay.procs, lay.procs == 1 ? "" : "es");
+    std::vector<std::vector<ContendedFigures>> f(nrows);
+    for (int round = 0; round < rounds; ++round) {
+      for (int i = 0; i < nrows; ++i) {
+        f[i].push_back(Contend(url, rows[i].kind, sc, lay.procs, lay.threads, per));
+        const ContendedFigures& x = f[i].back();
+        std::printf("    round %d  %-34s handoff p50 %6.3f ms  p99 %6.2f ms  %6.0f acq/s (cycle - inside %.3f ms)  "
+                    "%4.1f stmts/acq  overlaps %d\n",
+                    round + 1, rows[i].name, x.p50, x.p99, x.acq_per_s, x.acq_per_s > 0 ? 1000 / x.acq_per_s - sc.inside_ms : 0.0,
+                    x.stmts_per_acq, x.overlaps);
+        std::fflush(stdout);
+      }
+      const ContendedFigures &two = f[0].back(), &one = f[1].back(), &early = f[2].back();
+      std::printf("    round %d  one/two: handoff p50 %.2fx, p99 %.2fx, time per acquisition %.2fx; early wake/two: p50 %.2fx\n",
+                  round + 1, one.p50 / two.p50, one.p99 / two.p99, two.acq_per_s / one.acq_per_s, early.p50 / two.p50);
+    }
+    // Each round's ratio, then their median: drift between rounds hits both alike.
+    auto median_ratio = [&](int a, int b, auto fig) {
+      std::vector<double> v;
+      for (int r = 0; r < rounds; ++r) v.push_back(fig(f[a][r]) / fig(f[b][r]));
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    auto p50 = [](const ContendedFigures& x) { return x.p50; };
+    auto p99 = [](const ContendedFigures& x) { return x.p99; };
+    auto per_acq = [](const ContendedFigures& x) { return x.acq_per_s > 0 ? 1 / x.acq_per_s : 0.0; };
+    std::printf("    median of the rounds' ratios: one/two handoff p50 %.2fx, p99 %.2fx, time per acquisition %.2fx "
+                "(bar <= 0.80); early wake/two p50 %.2fx; dlock (C API)/two p50 %.2fx\n",
+                median_ratio(1, 0, p50), median_ratio(1, 0, p99), median_ratio(1, 0, per_acq), median_ratio(2, 0, p50),
+                median_ratio(3, 0, p50));
+  }
+  Url u = ParseUrl(url);
+  DurabilityProbe(u, 100);
+  std::fflush(stdout);
+}
+
+// ---- (f): where an uncontended cycle's time goes ----------------------------
+
+// The rows of a text query, every column as text.
+std::vector<std::vector<std::string>> Rows(MYSQL* m, const std::string& sql) {
+  if (mysql_query(m, sql.c_str()) != 0) Die(sql + ": " + mysql_error(m));
+  std::vector<std::vector<std::string>> out;
+  MYSQL_RES* r = mysql_store_result(m);
+  if (r == nullptr) return out;
+  const unsigned nf = mysql_num_fields(r);
+  while (MYSQL_ROW row = mysql_fetch_row(r)) {
+    out.emplace_back();
+    for (unsigned i = 0; i < nf; ++i) out.back().push_back(row[i] ? row[i] : "NULL");
+  }
+  mysql_free_result(r);
+  return out;
+}
+
+// Server time of the statements of some connections, from performance_schema's
+// per-thread summaries: statements, time in them, and time in the Commit
+// stage (InnoDB's commit: the redo log written and flushed, as the default
+// innodb_flush_log_at_trx_commit=1 asks) and in each other stage.
+struct ServerTime {
+  double count = 0, ms = 0, commit_ms = 0;
+  std::vector<std::pair<std::string, double>> stages;  // stage name, ms
+};
+
+ServerTime Snapshot(Raw& admin, const std::string& threads) {
+  ServerTime t;
+  for (const auto& r : Rows(admin.handle(), "SELECT SUM(COUNT_STAR), SUM(SUM_TIMER_WAIT) FROM "
+                                            "performance_schema.events_statements_summary_by_thread_by_event_name "
+                                            "WHERE " + threads)) {
+    t.count = std::atof(r[0].c_str());
+    t.ms = std::atof(r[1].c_str()) / 1e9;  // picoseconds
+  }
+  for (const auto& r : Rows(admin.handle(), "SELECT EVENT_NAME, SUM(SUM_TIMER_WAIT) FROM "
+                                            "performance_schema.events_stages_summary_by_thread_by_event_name "
+                                            "WHERE " + threads + " GROUP BY EVENT_NAME")) {
+    const double ms = std::atof(r[1].c_str()) / 1e9;
+    t.stages.emplace_back(r[0], ms);
+    if (r[0].rfind("stage/sql/Commit", 0) == 0) t.commit_ms += ms;
+  }
+  return t;
+}
+
+ServerTime Minus(const ServerTime& b, const ServerTime& a) {
+  ServerTime d;
+  d.count = b.count - a.count;
+  d.ms = b.ms - a.ms;
+  d.commit_ms = b.commit_ms - a.commit_ms;
+  for (const auto& s : b.stages) {
+    double before = 0;
+    for (const auto& x : a.stages)
+      if (x.first == s.first) before = x.second;
+    d.stages.emplace_back(s.first, s.second - before);
+  }
+  return d;
+}
+
+void Add(ServerTime* sum, const ServerTime& d) {
+  sum->count += d.count;
+  sum->ms += d.ms;
+  sum->commit_ms += d.commit_ms;
+  for (const auto& s : d.stages) {
+    bool found = false;
+    for (auto& x : sum->stages)
+      if (x.first == s.first) x.second += s.second, found = true;
+    if (!found) sum->stages.push_back(s);
+  }
+}
+
+double ProcessCpuMs() {
+  rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+std::string ThreadIdOf(Raw& r) {
+  return Rows(r.handle(), "SELECT THREAD_ID FROM performance_schema.threads WHERE PROCESSLIST_ID = CONNECTION_ID()")
+      .at(0)
+      .at(0);
+}
+
+void PrintServer(const char* name, const ServerTime& t, int cycles) {
+  // The largest stage besides Commit, for where the execution goes.
+  std::pair<std::string, double> top{"-", 0};
+  for (const auto& s : t.stages)
+    if (s.first.rfind("stage/sql/Commit", 0) != 0 && s.second > top.second) top = s;
+  std::printf("    %-34s %4.1f stmts  server %6.3f ms: Commit stage %6.3f ms (%3.0f%%), the rest %6.3f ms "
+              "(most: %s %.3f ms)\n",
+              name, t.count / cycles, t.ms / cycles, t.commit_ms / cycles, t.ms > 0 ? 100 * t.commit_ms / t.ms : 0.0,
+              (t.ms - t.commit_ms) / cycles, top.first.c_str() + (top.first.rfind("stage/sql/", 0) == 0 ? 10 : 0),
+              top.second / cycles);
+  // Every stage that takes a visible share, largest first.
+  std::vector<std::pair<std::string, double>> st = t.stages;
+  std::sort(st.begin(), st.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string line = "      stages:";
+  for (const auto& x : st) {
+    if (x.second / cycles < 0.002) break;
+    char b[96];
+    std::snprintf(b, sizeof b, " %s %.3f;", x.first.c_str() + (x.first.rfind("stage/sql/", 0) == 0 ? 10 : 0),
+                  x.second / cycles);
+    line += b;
+  }
+  std::printf("%s\n", line.c_str());
+}
+
+void ProfileSection(const Url& u, const std::string& url, int iters) {
+  Raw admin(u);
+  if (Rows(admin.handle(), "SELECT @@performance_schema").at(0).at(0) != "1") {
+    std::printf("\n(f) profile: skipped, the server runs without performance_schema (start it with\n"
+                "    performance_schema=ON; bench/run.sh restarts its throwaway server so for this section)\n");
+    return;
+  }
+  admin.Query("UPDATE performance_schema.setup_instruments SET ENABLED = 'YES', TIMED = 'YES' "
+              "WHERE NAME LIKE 'stage/%' OR NAME LIKE 'statement/%'");
+  admin.Query("UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' WHERE NAME IN ('global_instrumentation', "
+              "'thread_instrumentation', 'events_stages_current', 'events_statements_current')");
+  const std::string admin_thread = ThreadIdOf(admin);
+
+  // Each statement of a pair on a connection of its own, so that the
+  // per-thread summaries tell them apart; a cycle is one of each, in turn.
+  const dlock::LeaseSql& q = CoreSql().lease;
+  Raw fi(u), fd(u), da(u), dr(u);
+  MYSQL_STMT* ins = fi.Prepare("INSERT INTO bench_article_lock (lock_key, owner, expire_time) "
+                               "VALUES (?, ?, DATE_ADD(NOW(), INTERVAL 30 SECOND))");
+  MYSQL_STMT* del = fd.Prepare("DELETE FROM bench_article_lock WHERE lock_key = ? AND owner = ?");
+  MYSQL_STMT* acq = da.Prepare(q.acquire.c_str());
+  MYSQL_STMT* rel = dr.Prepare(q.release.c_str());
+  const std::string t_fi = ThreadIdOf(fi), t_fd = ThreadIdOf(fd), t_da = ThreadIdOf(da), t_dr = ThreadIdOf(dr);
+  // The same pairs on one connection each, for the client's CPU and wall
+  // time per cycle (as an application sends them).
+  Raw f1(u), d1(u);
+  MYSQL_STMT* ins1 = f1.Prepare("INSERT INTO bench_article_lock (lock_key, owner, expire_time) "
+                                "VALUES (?, ?, DATE_ADD(NOW(), INTERVAL 30 SECOND))");
+  MYSQL_STMT* del1 = f1.Prepare("DELETE FROM bench_article_lock WHERE lock_key = ? AND owner = ?");
+  MYSQL_STMT* acq1 = d1.Prepare(q.acquire.c_str());
+  MYSQL_STMT* rel1 = d1.Prepare(q.release.c_str());
+  const std::string t_f1 = ThreadIdOf(f1), t_d1 = ThreadIdOf(d1);
+
+  dlock_client* c;
+  dlock_error e;
+  if (dlock_client_open(&c, url.c_str(), nullptr, &e) != DLOCK_OK) Die(e.message);
+  dlock_lock* l;
+  const std::string lkey = "bench:profile:dlock";
+  if (dlock_open(&l, c, lkey.data(), lkey.size(), nullptr, &e) != DLOCK_OK) Die(e.message);
+
+  uint64_t seq = 0;
+  auto floor_cycle = [&](MYSQL_STMT* i, Raw& ri, MYSQL_STMT* d, Raw& rd) {
+    const std::vector<std::string> p = {"bench:profile:floor", "o" + std::to_string(seq++)};
+    if (ri.Exec(i, p) != 0 || rd.Exec(d, p) != 0) Die("profile: floor pair failed");
+  };
+  auto dlock_bare_cycle = [&](MYSQL_STMT* a, Raw& ra, MYSQL_STMT* r, Raw& rr) {
+    const std::string key = "bench:profile:bare", owner = "o" + std::to_string(seq++);
+    uint64_t n = 0;
+    if (ra.Exec(a, {key, owner, kTtlUs}, &n) != 0 || n == 0) Die("profile: bare acquire failed");
+    if (rr.Exec(r, {key, owner}, &n) != 0 || n != 1) Die("profile: bare release failed");
+  };
+  auto dlock_cycle = [&] {
+    if (dlock_try(l, 0, &e) != DLOCK_OK) Die(std::string("profile: try: ") + e.message);
+    if (dlock_release(l, &e) != DLOCK_OK) Die(std::string("profile: release: ") + e.message);
+  };
+  for (int i = 0; i < 20; ++i) {  // warm-up: tables open, statements prepared, rows there
+    floor_cycle(ins, fi, del, fd);
+    dlock_bare_cycle(acq, da, rel, dr);
+    floor_cycle(ins1, f1, del1, f1);
+    dlock_bare_cycle(acq1, d1, rel1, d1);
+    dlock_cycle();
+  }
+  const std::string not_admin = "THREAD_ID <> " + admin_thread;
+  ServerTime s_fi, s_fd, s_da, s_dr, s_lib, s_f1, s_d1;
+  std::vector<double> wall(8, 0), cpu(8, 0);
+  // On a throwaway server (bench/run.sh says so), also without the flush at commit.
+  const bool noflush = std::getenv("DLOCK_BENCH_THROWAWAY") != nullptr;
+  const std::string flush_setting = Rows(admin.handle(), "SELECT @@global.innodb_flush_log_at_trx_commit").at(0).at(0);
+  const int rounds = 5, n = std::max(1, iters / rounds);
+  auto timed = [&](int slot, const std::function<void()>& cycle) {
+    const double w0 = NowMs(), c0 = ProcessCpuMs();
+    for (int i = 0; i < n; ++i) cycle();
+    wall[slot] += NowMs() - w0;
+    cpu[slot] += ProcessCpuMs() - c0;
+  };
+  for (int round = 0; round < rounds; ++round) {
+    ServerTime a_fi = Snapshot(admin, "THREAD_ID = " + t_fi), a_fd = Snapshot(admin, "THREAD_ID = " + t_fd);
+    timed(0, [&] { floor_cycle(ins, fi, del, fd); });
+    Add(&s_fi, Minus(Snapshot(admin, "THREAD_ID = " + t_fi), a_fi));
+    Add(&s_fd, Minus(Snapshot(admin, "THREAD_ID = " + t_fd), a_fd));
+    ServerTime a_da = Snapshot(admin, "THREAD_ID = " + t_da), a_dr = Snapshot(admin, "THREAD_ID = " + t_dr);
+    timed(1, [&] { dlock_bare_cycle(acq, da, rel, dr); });
+    Add(&s_da, Minus(Snapshot(admin, "THREAD_ID = " + t_da), a_da));
+    Add(&s_dr, Minus(Snapshot(admin, "THREAD_ID = " + t_dr), a_dr));
+    ServerTime a_lib = Snapshot(admin, not_admin);
+    timed(2, dlock_cycle);
+    Add(&s_lib, Minus(Snapshot(admin, not_admin), a_lib));
+    ServerTime a_f1 = Snapshot(admin, "THREAD_ID = " + t_f1);
+    timed(3, [&] { floor_cycle(ins1, f1, del1, f1); });
+    Add(&s_f1, Minus(Snapshot(admin, "THREAD_ID = " + t_f1), a_f1));
+    ServerTime a_d1 = Snapshot(admin, "THREAD_ID = " + t_d1);
+    timed(4, [&] { dlock_bare_cycle(acq1, d1, rel1, d1); });
+    Add(&s_d1, Minus(Snapshot(admin, "THREAD_ID = " + t_d1), a_d1));
+    if (noflush) {
+      // The same cycles with commits written but not flushed: what the flush costs them.
+      admin.Query("SET GLOBAL innodb_flush_log_at_trx_commit = 2");
+      timed(5, [&] { floor_cycle(ins1, f1, del1, f1); });
+      timed(6, [&] { dlock_bare_cycle(acq1, d1, rel1, d1); });
+      timed(7, dlock_cycle);
+      admin.Query(("SET GLOBAL innodb_flush_log_at_trx_commit = " + flush_setting).c_str());
+    }
+  }
+  dlock_close(l);
+  dlock_client_close(c);
+  const int cycles = rounds * n;
+  std::printf("\n(f) where an uncontended cycle's time goes: %d cycles each, %d alternating rounds\n", cycles, rounds);
+  std::printf("  server (performance_schema, per statement: time in statements; the Commit stage is InnoDB's\n"
+              "  commit, the redo log written and flushed):\n");
+  PrintServer("floor INSERT (article 3.2)", s_fi, cycles);
+  PrintServer("floor DELETE (article 3.3)", s_fd, cycles);
+  PrintServer("dlock acquire, bare", s_da, cycles);
+  PrintServer("dlock release, bare", s_dr, cycles);
+  PrintServer("dlock C API, try + release", s_lib, cycles);
+  PrintServer("floor pair, one connection", s_f1, cycles);
+  PrintServer("dlock's pair bare, one connection", s_d1, cycles);
+  const double srv_floor = (s_fi.ms + s_fd.ms) / cycles, srv_dlock = (s_da.ms + s_dr.ms) / cycles;
+  std::printf("    pair: floor %.3f ms (Commit %.0f%%), dlock's %.3f ms (Commit %.0f%%): dlock's acquire does %.3f ms more\n"
+              "    work outside Commit than the floor's INSERT, its release %.3f ms more than the DELETE\n",
+              srv_floor, 100 * (s_fi.commit_ms + s_fd.commit_ms) / (s_fi.ms + s_fd.ms), srv_dlock,
+              100 * (s_da.commit_ms + s_dr.commit_ms) / (s_da.ms + s_dr.ms),
+              ((s_da.ms - s_da.commit_ms) - (s_fi.ms - s_fi.commit_ms)) / cycles,
+              ((s_dr.ms - s_dr.commit_ms) - (s_fd.ms - s_fd.commit_ms)) / cycles);
+  std::printf("  client (this process: wall and CPU, getrusage user + system, per cycle):\n");
+  const char* names[] = {"floor pair, two connections", "dlock's pair bare, two connections", "dlock C API",
+                         "floor pair, one connection", "dlock's pair bare, one connection"};
+  const double server[] = {srv_floor, srv_dlock, s_lib.ms / cycles, s_f1.ms / cycles, s_d1.ms / cycles};
+  for (int i : {3, 4, 2, 0, 1})
+    std::printf("    %-36s wall %6.3f ms  client CPU %6.3f ms  server %6.3f ms  rest %6.3f ms\n", names[i],
+                wall[i] / cycles, cpu[i] / cycles, server[i], (wall[i] - cpu[i]) / cycles - server[i]);
+  std::printf("    (rest: the wall time neither in the server's statements nor on this process's CPU: the\n"
+              "    network stack, scheduling, the server's reading and writing of packets; a statement's\n"
+              "    server time runs on past its reply (its clean-up), so the rest can come out negative)\n");
+  if (noflush) {
+    std::printf("  the same, innodb_flush_log_at_trx_commit=2 (written at commit, not flushed), alternating:\n");
+    const int with[] = {3, 4, 2};
+    for (int k = 0; k < 3; ++k) {
+      const int i = with[k], j = 5 + k;
+      std::printf("    %-36s wall %6.3f ms (flushed: %6.3f ms; the flush costs %3.0f%% of the cycle)\n", names[i],
+                  wall[j] / cycles, wall[i] / cycles, 100 * (wall[i] - wall[j]) / wall[i]);
+    }
+  }
+  std::fflush(stdout);
 }
 
 std::string Ratio(int most, int fewest) {
@@ -510,7 +1083,7 @@ void PrintHandoff(const char* name, const ContendedFigures& f) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s URL [--seconds S] [--procs P] [--threads T] [--iters N] [--only a|c]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s URL [--seconds S] [--procs P] [--threads T] [--iters N] [--only LETTERS, of acef]\n", argv[0]);
     return 2;
   }
   std::string url = argv[1];
@@ -526,12 +1099,26 @@ int main(int argc, char** argv) {
     else if (a == "--only") only = argv[i + 1];
     else Die("unknown option " + a);
   }
+  auto want = [&](char section) { return only.empty() || only.find(section) != std::string::npos; };
   Url u = ParseUrl(url);
   RawSetup(u);
+  {
+    // dlock's tables, made by the library (the bare statements of (a), (e) and (f) need them).
+    dlock_client* c;
+    dlock_lock* l;
+    dlock_error e;
+    const std::string key = "bench:setup";
+    if (dlock_client_open(&c, url.c_str(), nullptr, &e) != DLOCK_OK ||
+        dlock_open(&l, c, key.data(), key.size(), nullptr, &e) != DLOCK_OK || dlock_try(l, 0, &e) != DLOCK_OK ||
+        dlock_release(l, &e) != DLOCK_OK)
+      Die(std::string("setup: ") + e.message);
+    dlock_close(l);
+    dlock_client_close(c);
+  }
   std::printf("dlock %s benchmark (%d cores on this machine)\n", dlock_version(),
               static_cast<int>(std::thread::hardware_concurrency()));
 
-  if (only.empty() || only == "a") {
+  if (want('a')) {
   // (a)/(b): alternate floor and dlock runs so drift hits both alike; medians.
   dlock_client* c;
   dlock_error e;
@@ -587,7 +1174,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   }
-  if (!only.empty() && only != "c") return 0;
+  if (want('c')) {
 
   // (c) the article's loop: release, then at once acquire again; (d) every
   // handoff to a waiter: 20 ms outside after each release. Both with
@@ -633,5 +1220,8 @@ int main(int argc, char** argv) {
       }
     }
   }
+  }
+  if (want('e')) HandoffSection(url, seconds);
+  if (want('f')) ProfileSection(u, url, iters);
   return 0;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every row of the benchmark in one run, against one throwaway MariaDB:
 #   C (dlock_bench: floors, uncontended, the article's loop, every handoff to
-#   a waiter, against GET_LOCK and FOR UPDATE), Python (python_bench.py),
+#   a waiter, against GET_LOCK and FOR UPDATE; the one-commit handoff
+#   prototype; the uncontended profile), Python (python_bench.py),
 #   Go (bench/go), Java (when its binding is built), and the dlock command's
 #   start-to-exit cost for a free and for a busy key.
 #
@@ -23,7 +24,7 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=$2; shift ;;
     --procs) procs=$2; shift ;;
     --threads) threads=$2; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) build=$(cd "$1" && pwd) ;;
   esac
   shift
@@ -54,7 +55,18 @@ want() { [[ "$langs" == *",$1,"* ]]; }
 
 if want c; then
   echo; echo "== C (the C API)"
-  "$build/bench/dlock_bench" "$url" "${common[@]}"
+  "$build/bench/dlock_bench" "$url" "${common[@]}" --only ace
+  # (f), the profile, reads performance_schema: a throwaway server runs without
+  # it (scripts/db.sh), so it is restarted with it for this section alone.
+  if [ -n "$dbdir" ]; then
+    echo "performance_schema=ON" >>"$dbdir/my.cnf"
+    "$root/scripts/db.sh" restart "$dbdir" >/dev/null
+    DLOCK_BENCH_THROWAWAY=1 "$build/bench/dlock_bench" "$url" "${common[@]}" --only f
+    sed -i '/^performance_schema=ON$/d' "$dbdir/my.cnf"  # the other languages' rows as before
+    "$root/scripts/db.sh" restart "$dbdir" >/dev/null
+  else
+    "$build/bench/dlock_bench" "$url" "${common[@]}" --only f
+  fi
 fi
 
 if want python; then
