@@ -53,27 +53,28 @@ size_t Bucket(size_t n, size_t* log2) {
 
 int64_t RenewStatementBudgetUs(int64_t ttl_ms) { return AttemptUs(ttl_ms); }
 
-// The cutter watches statements on an open connection only; the connect
-// that follows a cut (or a dropped connection) is bounded by its timeouts.
-// With the client's (5 s and 30 s by default) a node that accepts TCP and
-// then says nothing (SIGSTOPped, hung, a relay that accepts and never
-// answers) held the watchdog up to connect_timeout, and one that stalls
-// after its greeting up to read_timeout: past a short lease's expiry, with
-// every other lease of the client waiting behind it. Connector/C waits for
-// the greeting up to the connect timeout, for every later handshake reply
-// up to the read timeout. So:
-//  - connect_timeout: ttl/3, at least 1 s (the option is whole seconds). A
-//    connect starts at the earliest after a cut, a renew interval after a
-//    send that would give the lease ttl; with this it gives up a renew
-//    interval later, leaving a third of the lease for a retry (the next
-//    node first, on a multi-host URL; each node of the URL can take this
-//    long).
-//  - read_timeout: the cut rounded up to whole seconds, plus 1 s: just above
-//    the cut, so that on an open connection the cutter (exact, with its
-//    message and the node marked unresponsive) always acts first, and a
-//    handshake stalled after the greeting ends a second after a cut would.
+// The cutter watches statements on an open connection only; a connect
+// (after a cut or a drop, or ahead of the first tick) is bounded by its
+// timeouts alone. With the client's (5 s and 30 s by default) a node that
+// accepts TCP and then says nothing (frozen, hung, a relay with nothing
+// behind it) held the watchdog for 5 s, and one that stalls after the
+// session's set-up for 30 s: longer than a short lease, every lease of the
+// client waiting, and on a multi-host URL before the next node was tried.
+// Connector/C reads all of its connect (the greeting, the login's replies,
+// the session's set-up) under the connect timeout; Conn then reads the
+// server's facts under the read timeout (measured in core_cutter). So:
+//  - connect_timeout: ttl/3, at least 1 s (the option is whole seconds).
+//    A connect made as a renewal falls due (its connection dropped) that
+//    meets a hung node gives up 2/3 into the lease, a third of it left
+//    for the next node of a multi-host URL (each hung node tried costs as
+//    much); one made ahead of the first tick, when that tick falls due.
+//  - read_timeout: the cut rounded up to whole seconds, plus 1 s: just
+//    above the cut, so that on an open connection the cutter (exact, with
+//    its message and the node marked unresponsive) acts first, and a node
+//    that stalls after the set-up frees the watchdog a second after a
+//    statement's cut would.
 // E.g. ttl 3 s: 1 s and 2 s; ttl 30 s (the default): 5 s (the client's,
-// which is lower than 10 s) and 11 s; ttl 15 s on Galera: 5 s and 6 s.
+// below ttl/3) and 11 s; ttl 15 s on Galera: 5 s and 6 s.
 // The shortest ttl the watchdog renews sets them: it is the first at risk,
 // and a longer lease's statement that outlasts the read timeout before its
 // own cut fails early, long before its lease is at risk.
