@@ -189,8 +189,9 @@ void Renewer::ArmCut(int64_t ttl_ms) {
 
 bool Renewer::DisarmCut() {
   MutexLock g(mu_);
+  const bool cut = inflight_ != nullptr && cut_;  // not armed: an older attempt's
   inflight_ = nullptr;
-  return cut_;
+  return cut;
 }
 
 Status Renewer::RenewBatch(int64_t ttl_ms, int64_t conn_ttl_ms, const std::vector<Item>& items,
