@@ -13,14 +13,17 @@
 //    several statements is not cut for their sum.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -358,18 +361,46 @@ int64_t CutWaitMs(const std::string& message) {
   return std::strtoll(message.c_str() + at + 8, nullptr, 10);
 }
 
-// SIGSTOPs a server we started; SIGCONTs it however the test ends.
+// SIGSTOPs a server we started and SIGCONTs it however the test ends: by
+// Thaw(), by a failed REQUIRE (the destructor), or by the test process
+// dying (a crash, a sanitizer's exit, ctest's kill): a child process waits
+// on a pipe whose writing end only this process holds, and thaws the
+// server when it closes.
 class Frozen {
  public:
-  explicit Frozen(pid_t pid) : pid_(pid) { REQUIRE(kill(pid_, SIGSTOP) == 0); }
+  explicit Frozen(pid_t pid) {
+    int fds[2];
+    REQUIRE(pipe2(fds, O_CLOEXEC) == 0);
+    guard_ = fork();
+    REQUIRE(guard_ >= 0);
+    if (guard_ == 0) {  // async-signal-safe calls only: the parent has threads
+      close(fds[1]);
+      char c;
+      while (read(fds[0], &c, 1) < 0 && errno == EINTR) {
+      }
+      kill(pid, SIGCONT);
+      _exit(0);
+    }
+    close(fds[0]);
+    pipe_ = fds[1];
+    pid_ = pid;
+    REQUIRE(kill(pid_, SIGSTOP) == 0);
+  }
   ~Frozen() { Thaw(); }
+  Frozen(const Frozen&) = delete;
+  Frozen& operator=(const Frozen&) = delete;
   void Thaw() {
     if (pid_ > 0) (void)kill(pid_, SIGCONT);
     pid_ = 0;
+    if (pipe_ >= 0) close(pipe_);
+    pipe_ = -1;
+    if (guard_ > 0) (void)waitpid(guard_, nullptr, 0);
+    guard_ = 0;
   }
 
  private:
-  pid_t pid_;
+  pid_t pid_ = 0, guard_ = 0;
+  int pipe_ = -1;
 };
 
 pid_t ServerPid(const char* dir) {
