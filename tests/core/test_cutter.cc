@@ -589,11 +589,12 @@ TEST_CASE("a frozen server (SIGSTOP): its renewal is cut within its budget, the 
 }
 
 TEST_CASE("a slow server that answers each statement in time: an attempt of several statements is not cut") {
-  // ttl 4.5 s: each statement may take 1.5 s. Every prepare and execute
-  // reaches the server 0.55 s late: the watchdog's first attempt (a batch
+  // ttl 6 s: each statement may take 2 s. Every prepare and execute
+  // reaches the server 0.6 s late: the watchdog's first attempt (a batch
   // of two leases, prepare + execute, then, one lease being lost, the check,
-  // prepare + execute) takes ~2.2 s, each of its statements ~1.1 s.
-  constexpr int64_t kTtl = 4500;
+  // prepare + execute) takes at least 2.4 s, each of its statements ~1.2 s
+  // (0.8 s to spare for a loaded machine).
+  constexpr int64_t kTtl = 6000;
   const dlock::ClientOptions server = ServerOptions();
   Relay relay(server.host, server.port);
   auto c = Open(RelayUrl(relay));
@@ -602,12 +603,12 @@ TEST_CASE("a slow server that answers each statement in time: an attempt of seve
   auto kept = AutoRenewed(c, p + "kept", kTtl);
   auto taken = AutoRenewed(c, p + "taken", kTtl);
   const std::string first = Expiry(admin, p + "kept");
-  relay.SetStatementDelay(milliseconds(550));
+  relay.SetStatementDelay(milliseconds(600));
   admin.Exec("UPDATE distributed_lock SET owner = 'someone else' WHERE lock_key = " + Lit(p + "taken"));
 
   const auto t0 = Clock::now();
   Seen seen_taken, seen_kept;
-  while (seen_taken.lost_at == Clock::time_point{} && MsSince(t0) < 8000) {
+  while (seen_taken.lost_at == Clock::time_point{} && MsSince(t0) < 10000) {
     dlock::Event e;
     if (!c->NextEvent(100, &e).ok()) continue;
     Seen* s = e.key == p + "taken" ? &seen_taken : &seen_kept;
