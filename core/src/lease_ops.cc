@@ -12,6 +12,7 @@ Status LeaseAcquire(ClientImpl& client, const std::string& key, const std::strin
                                 const std::function<bool()>& stop, const ServerWait* wait) {
   PoolConns fresh(&client, deadline, stop);
   RetryPolicy p("acquire", client.RetryUntil(deadline), stop);
+  p.deadline = deadline;  // 1213 re-runs end with the wait (kBusy)
   return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool) {
     ExecResult r;
     Conn* conn = &c == static_cast<SqlConn*>(preferred) ? preferred : fresh.current();

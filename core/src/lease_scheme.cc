@@ -185,6 +185,8 @@ Status LeaseScheme::Attempt(Clock::time_point deadline, CancelToken cancel, Gran
     return Cancelled();
   }
   if (s.code() == Code::kUnknown) cut_owner_ = out->owner;  // dropped in flight: the same
+  // Deadlocks (1213) outlasted the wait: not acquired within the time.
+  if (s.code() == Code::kBusy) return Status(Code::kBusy, "lock " + name_ + ": " + s.message(), s.server_errno());
   if (!s.ok()) return s;
   *won = a.won;
   if (a.won) {

@@ -17,11 +17,15 @@ namespace {
 // is renewed early with the rest (see Run).
 int64_t DueUs(int64_t ttl_ms) { return ttl_ms * 1000 / 3; }
 int64_t SlackUs(int64_t ttl_ms) { return ttl_ms * 1000 / 6; }
-// One renewal attempt waits a renew interval (at least 1 s) for its answer,
-// not the whole read timeout (30 s by default, longer than most leases):
-// then it is cut and retried on a new connection, which on a multi-host
-// URL goes to another node first. Not cut at the lease's deadline: an
-// answer after it still renews (the lease counts from the send). A cut
+// Each statement of a renewal attempt waits a renew interval (at least
+// 1 s) for its answer, not the whole read timeout (30 s by default, longer
+// than most leases): then it is cut and the renewal retried on a new
+// connection, which on a multi-host URL goes to another node first. Per
+// statement, not per attempt: an attempt of several statements (a batch of
+// more than kMaxRenewBatch leases, or the check after a loss) on a loaded
+// server that answers each in time is healthy work, and a cut would also
+// mark the node down for 30 s. Not cut at the lease's deadline: an answer
+// after it still renews (the lease counts from the send). A cut
 // renewal may still run on the server later (it had the statement): it
 // matches only a row that our owner still holds, live by its NOW(), so it
 // can extend our own lease but never revive a released row (its owner is
@@ -46,6 +50,43 @@ size_t Bucket(size_t n, size_t* log2) {
 }
 
 }  // namespace
+
+int64_t RenewStatementBudgetUs(int64_t ttl_ms) { return AttemptUs(ttl_ms); }
+
+// The cutter watches statements on an open connection only; a connect
+// (after a cut or a drop, or ahead of the first tick) is bounded by its
+// timeouts alone. With the client's (5 s and 30 s by default) a node that
+// accepts TCP and then says nothing (frozen, hung, a relay with nothing
+// behind it) held the watchdog for 5 s, and one that stalls after the
+// session's set-up for 30 s: longer than a short lease, every lease of the
+// client waiting, and on a multi-host URL before the next node was tried.
+// Connector/C reads all of its connect (the greeting, the login's replies,
+// the session's set-up) under the connect timeout; Conn then reads the
+// server's facts under the read timeout (measured in core_cutter). So:
+//  - connect_timeout: ttl/3, at least 1 s (the option is whole seconds).
+//    A connect made as a renewal falls due (its connection dropped) that
+//    meets a hung node gives up 2/3 into the lease, a third of it left
+//    for the next node of a multi-host URL (each hung node tried costs as
+//    much); one made ahead of the first tick, when that tick falls due.
+//  - read_timeout: the cut rounded up to whole seconds, plus 1 s: just
+//    above the cut, so that on an open connection the cutter (exact, with
+//    its message and the node marked unresponsive) acts first, and a node
+//    that stalls after the set-up frees the watchdog a second after a
+//    statement's cut would.
+// E.g. ttl 3 s: 1 s and 2 s; ttl 30 s (the default): 5 s (the client's,
+// below ttl/3) and 11 s; ttl 15 s on Galera: 5 s and 6 s.
+// The shortest ttl the watchdog renews sets them: it is the first at risk,
+// and a longer lease's statement that outlasts the read timeout before its
+// own cut fails early, long before its lease is at risk.
+ClientOptions RenewerConnOptions(const ClientOptions& client, int64_t ttl_ms) {
+  ClientOptions o = client;
+  const int64_t ttl = std::max<int64_t>(ttl_ms, 1);
+  const int64_t connect_s = std::max<int64_t>(ttl / 3 / 1000, 1);
+  const int64_t cut_s = (AttemptUs(ttl) + 999999) / 1000000;
+  o.connect_timeout_s = static_cast<int>(std::min<int64_t>(client.connect_timeout_s, connect_s));
+  o.read_timeout_s = static_cast<int>(std::min<int64_t>(client.read_timeout_s, cut_s + 1));
+  return o;
+}
 
 Renewer::~Renewer() {
   {
@@ -116,11 +157,18 @@ void Renewer::Renewed(RenewedLease* lock, Clock::time_point deadline) {
   it->second.failures = 0;
 }
 
-Status Renewer::EnsureConn() {
+int64_t Renewer::MinTtl() const {
+  int64_t ttl = 0;
+  for (const auto& kv : entries_)
+    if (ttl == 0 || kv.second.ttl_ms < ttl) ttl = kv.second.ttl_ms;
+  return ttl;
+}
+
+Status Renewer::EnsureConn(int64_t ttl_ms) {
   if (conn_ && !conn_->broken()) return Status::OK();
   conn_.reset();
   std::unique_ptr<Conn> c;
-  Status s = Conn::Connect(client_->options(), &c);
+  Status s = Conn::Connect(RenewerConnOptions(client_->options(), ttl_ms), &c);
   if (!s.ok()) return s;
   c->set_counter(client_->pool().sent_counter());
   conn_ = std::move(c);
@@ -128,32 +176,38 @@ Status Renewer::EnsureConn() {
   return Status::OK();
 }
 
-Status Renewer::RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
-                           std::vector<Outcome>* outcomes, std::vector<Clock::time_point>* until) {
+void Renewer::ArmCut(int64_t ttl_ms) {
+  armed_at_ = Clock::now();
+  MutexLock g(mu_);
+  if (inflight_ == nullptr) {  // the attempt's first statement
+    inflight_ = conn_.get();
+    cut_ = false;
+  }
+  cut_at_ = armed_at_ + std::chrono::microseconds(AttemptUs(ttl_ms));
+  cut_cv_.notify_all();
+}
+
+bool Renewer::DisarmCut() {
+  MutexLock g(mu_);
+  const bool cut = inflight_ != nullptr && cut_;  // not armed: an older attempt's
+  inflight_ = nullptr;
+  return cut;
+}
+
+Status Renewer::RenewBatch(int64_t ttl_ms, int64_t conn_ttl_ms, const std::vector<Item>& items,
+                           Clock::time_point* sent, std::vector<Outcome>* outcomes,
+                           std::vector<Clock::time_point>* until) {
   outcomes->assign(items.size(), Outcome::kError);
   until->assign(items.size(), Clock::time_point{});
-  Status s = EnsureConn();
+  Status s = EnsureConn(conn_ttl_ms);
   if (!s.ok()) return s;
   conn_used_ = Clock::now();
-  {
-    MutexLock g(mu_);
-    inflight_ = conn_.get();
-    // From now, not from the tick: a connect (to the next node, after a cut)
-    // does not eat into the statement's own wait.
-    cut_at_ = conn_used_ + std::chrono::microseconds(AttemptUs(ttl_ms));
-    cut_ = false;
-    cut_cv_.notify_all();
-  }
   s = RenewOn(ttl_ms, items, sent, outcomes, until);
-  bool cut = false;
-  {
-    MutexLock g(mu_);
-    inflight_ = nullptr;
-    cut = cut_;
-  }
+  const bool cut = DisarmCut();
   if (cut && !s.ok()) {
     conn_->NoteUnresponsive();
-    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - *sent);
+    const auto waited =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - armed_at_);
     s = Status(Code::kConnect,
                "no answer from " + conn_->where() + " within " + std::to_string(waited.count()) +
                    " ms (a stalled or hung node?): the renewal was cut, retried on a new connection (" +
@@ -187,6 +241,7 @@ Status Renewer::RenewOn(int64_t ttl_ms, const std::vector<Item>& items, Clock::t
     ExecResult r;
     // The first chunk's send time serves them all: later chunks' leases
     // then end by our clock no later than by the server's.
+    ArmCut(ttl_ms);
     if (start == 0) *sent = Clock::now();
     s = conn_->Exec(sql.batch[log2], params, &r);
     counters.renew_statements.fetch_add(1);
@@ -207,6 +262,7 @@ Status Renewer::RenewOn(int64_t ttl_ms, const std::vector<Item>& items, Clock::t
     // the server later with its own older NOW()). So its deadline is what
     // the server says is left, counted from this check's send (and never
     // past what this batch's send gives), the 0.1% margin taken off.
+    ArmCut(ttl_ms);
     const Clock::time_point check_sent = Clock::now();
     s = conn_->Exec(sql.check[log2], keys_owners, &r);
     counters.renew_statements.fetch_add(1);
@@ -326,8 +382,9 @@ void Renewer::Run() {
       // of the ttl/3 the renewal has, and on a loaded machine each round
       // trip can wait for a CPU. One try: if it fails, the tick retries.
       if (!entries_.empty() && !conn_ && !preconnect_failed_) {
+        const int64_t ttl_ms = MinTtl();
         g.Unlock();
-        const Status s = EnsureConn();
+        const Status s = EnsureConn(ttl_ms);
         g.Lock();
         preconnect_failed_ = !s.ok();
         continue;
@@ -353,13 +410,13 @@ void Renewer::Run() {
       std::vector<Outcome> outcomes;
       std::vector<Clock::time_point> until;
       Clock::time_point sent = Clock::now();
+      const int64_t conn_ttl_ms = entries_.empty() ? kv.first : MinTtl();
       g.Unlock();  // no lock held during I/O: Remove() and Add() stay quick
-      Status s = RenewBatch(kv.first, kv.second, &sent, &outcomes, &until);
+      Status s = RenewBatch(kv.first, conn_ttl_ms, kv.second, &sent, &outcomes, &until);
       g.Lock();
       Apply(kv.second, s, sent, outcomes, until);
     }
   }
-  cut_cv_.notify_all();  // stop_: the cutter ends too
   g.Unlock();
   conn_.reset();
   mysql_thread_end();

@@ -18,6 +18,17 @@ namespace dlock {
 
 class ClientImpl;
 
+// How long the watchdog waits for the answer to one renewal statement
+// before the cutter aborts its connection: a renew interval, ttl/3, but at
+// least 1 s (renewer.cc says why).
+int64_t RenewStatementBudgetUs(int64_t ttl_ms);
+// The options of the watchdog's own connection, for leases of ttl_ms (the
+// shortest it renews): the connect and its handshake are bounded so that a
+// node that accepts and never answers (hung, frozen, a relay with nothing
+// behind it) cannot hold the watchdog while the lease runs out. Never
+// looser than the client's own connect_timeout and read_timeout.
+ClientOptions RenewerConnOptions(const ClientOptions& client, int64_t ttl_ms);
+
 // What the watchdog needs of a lease it renews (a lock implements it), so
 // that the renewer never includes the lock's header. Called with the
 // watchdog's mutex held.
@@ -85,21 +96,31 @@ class Renewer {
   // Fills outcomes[i]; returns the status of the failure, if any. Runs on
   // the renewer's thread without mu_: I/O never blocks Add() and Remove().
   // until[i]: a renewed lease's new deadline. The attempt is given up
-  // (the cutter aborts the connection; see Cutter) when the server has not
-  // answered a renew interval (at least 1 s) after it was sent.
-  Status RenewBatch(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
-                    std::vector<Outcome>* outcomes, std::vector<Clock::time_point>* until)
-      EXCLUDES(mu_);
-  // The cutter's thread: aborts the connection of a renewal attempt that
+  // (the cutter aborts the connection; see Cutter) when a statement of it
+  // has no answer RenewStatementBudgetUs after it was sent. conn_ttl_ms:
+  // the shortest ttl renewed, for a new connection's timeouts.
+  Status RenewBatch(int64_t ttl_ms, int64_t conn_ttl_ms, const std::vector<Item>& items,
+                    Clock::time_point* sent, std::vector<Outcome>* outcomes,
+                    std::vector<Clock::time_point>* until) EXCLUDES(mu_);
+  // The cutter's thread: aborts the connection of a renewal statement that
   // runs past its cut_at_. A stalled or hung node would otherwise hold the
   // renewer for the whole read timeout (30 s by default), longer than a
   // lease's ttl, while the other nodes of a multi-host URL could renew it.
   void Cutter() EXCLUDES(mu_);
+  // Before each statement of an attempt on conn_: the cutter watches it,
+  // with the whole budget from now (a batch of several statements on a
+  // loaded server is not cut for their sum).
+  void ArmCut(int64_t ttl_ms) EXCLUDES(mu_);
+  // After the attempt: the cutter stands down; whether it cut conn_.
+  bool DisarmCut() EXCLUDES(mu_);
   // RenewBatch's statements on conn_.
   Status RenewOn(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
                  std::vector<Outcome>* outcomes, std::vector<Clock::time_point>* until)
       EXCLUDES(mu_);
-  Status EnsureConn() EXCLUDES(mu_);
+  // A connection for leases whose shortest ttl is ttl_ms (RenewerConnOptions).
+  Status EnsureConn(int64_t ttl_ms) EXCLUDES(mu_);
+  // The shortest ttl of the leases registered (0 when none).
+  int64_t MinTtl() const REQUIRES(mu_);
 
   ClientImpl* const client_;
   Mutex mu_;
@@ -110,8 +131,9 @@ class Renewer {
   std::thread cutter_ GUARDED_BY(mu_);  // started with thread_
   std::condition_variable_any cut_cv_;  // waits on mu_: an attempt started, or stop
   // The connection of the attempt in flight (null between attempts) and
-  // when to cut it; cut_: it was cut. Set and cleared by the renewer's
-  // thread; the connection is never closed while it is set here.
+  // when to cut it (its current statement's send + budget); cut_: it was
+  // cut. Set and cleared by the renewer's thread; the connection is never
+  // closed while it is set here.
   Conn* inflight_ GUARDED_BY(mu_) = nullptr;
   Clock::time_point cut_at_ GUARDED_BY(mu_);
   bool cut_ GUARDED_BY(mu_) = false;
@@ -121,6 +143,7 @@ class Renewer {
   // the renewer's thread (Run and what it calls), so no mutex.
   std::unique_ptr<Conn> conn_;
   Clock::time_point conn_used_;  // its last statement (or its connect)
+  Clock::time_point armed_at_;   // the last ArmCut: its statement's send
 };
 
 }  // namespace dlock

@@ -66,6 +66,17 @@ Status RunIdempotent(SqlConn* preferred, ConnSource* fresh, const RetryPolicy& p
     Status s = attempt(*conn, rerun);
     if (s.ok()) return s;
     const bool deadlock = s.server_errno() == ER_LOCK_DEADLOCK && deadlocks < kMaxDeadlocks;
+    // The caller's wait is over: a conflict that outlasts the free re-runs
+    // is a lock not acquired within the time (the other side holds it now).
+    if (deadlock && deadlocks >= kFreeDeadlocks && Clock::now() >= p.deadline) {
+      if (in_doubt) return end(s);
+      return Status(Code::kBusy,
+                    std::string(p.what) + ": not acquired within the wait: the server ended " +
+                        std::to_string(deadlocks + 1) +
+                        " attempts with a deadlock (1213; on Galera, a certification conflict "
+                        "with another node's write); " + s.message(),
+                    s.server_errno());
+    }
     if (!deadlock) {
       if (!conn->broken()) return end(s);
       if (IsOutcomeUnknown(static_cast<unsigned>(s.server_errno()))) {

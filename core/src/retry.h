@@ -36,6 +36,10 @@ inline Clock::time_point WaitDeadline(int64_t ms) {
 // surface; 20 re-runs with the sleep capped (below) cost at most ~1.1 s.
 constexpr int kMaxDrops = 3;
 constexpr int kMaxDeadlocks = 20;
+// Of those re-runs, the first kFreeDeadlocks are made whatever the call's
+// deadline (RetryPolicy::deadline): a brief conflict does not fail a try
+// with no wait, and they cost a few ms (the sleeps are 1-2, 2-4, 4-8 ms).
+constexpr int kFreeDeadlocks = 3;
 
 // Sleeps a few ms, growing with attempt up to 32-64 ms, jittered: between
 // re-runs after a deadlock (1213), so that the two sides do not collide
@@ -65,6 +69,11 @@ struct RetryPolicy {
   Clock::time_point retry_until;                 // no re-run after a drop from then on
   std::function<bool()> stop;                    // may be empty; true = cancel
   std::function<void(int)> sleep = JitterSleep;  // before re-run n after 1213
+  // When the caller's wait is over (acquire sets it: its try's deadline).
+  // Past it, no re-run after a 1213 but the first kFreeDeadlocks: the call
+  // ends with kBusy, not acquired within the time. The default, no limit,
+  // is for calls that must finish (release, renew, cleanup).
+  Clock::time_point deadline = Clock::time_point::max();
 };
 
 // One attempt. rerun: an earlier attempt of this call was dropped with its
@@ -80,7 +89,9 @@ using Attempt = std::function<Status(SqlConn& conn, bool rerun)>;
 //    fresh->Fresh(); a connection that still works is kept for the next
 //    attempt.
 //  - 1213: the attempt is run again after p.sleep(0), p.sleep(1), ...
-//    at most kMaxDeadlocks times.
+//    at most kMaxDeadlocks times; past p.deadline, only the first
+//    kFreeDeadlocks times, and then the call ends with kBusy (kUnknown if
+//    an attempt was cut off in flight, as below).
 //  - a broken connection: the attempt is run again, on a fresh one, with
 //    rerun = true, until the kMaxDrops-th drop or p.retry_until.
 //  - a connection broken by a Galera node error (1047/1180, IsNodeError):

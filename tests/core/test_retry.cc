@@ -510,3 +510,90 @@ TEST_CASE("1047 from a server that is not Galera: a plain error, no re-run") {
   CHECK(src.calls == 0);
   CHECK(!own.broken());
 }
+
+// The caller's wait (RetryPolicy::deadline, set by acquire only): past it,
+// 1213 is re-run kFreeDeadlocks times, then the call ends with kBusy.
+TEST_CASE("1213 past the deadline: the free re-runs, then kBusy (not acquired within the wait)") {
+  static_assert(dlock::kFreeDeadlocks == 3, "a brief conflict must not fail a try");
+  FakeConn own("own", std::vector<unsigned>(dlock::kMaxDeadlocks + 1, ER_LOCK_DEADLOCK));
+  FakeSource src({});
+  Run run;
+  run.policy.what = "acquire";
+  run.policy.deadline = Clock::now() - std::chrono::milliseconds(1);
+  Status s = run.Go(&own, &src);
+  CHECK(s.code() == Code::kBusy);
+  CHECK(s.server_errno() == ER_LOCK_DEADLOCK);
+  CHECK_MESSAGE(s.message().find("acquire: not acquired within the wait") == 0, s.message());
+  CHECK_MESSAGE(s.message().find("4 attempts") != std::string::npos, s.message());
+  CHECK(own.execs() == dlock::kFreeDeadlocks + 1);
+  CHECK(run.sleeps == std::vector<int>{0, 1, 2});
+  CHECK(src.calls == 0);
+}
+
+TEST_CASE("1213 past the deadline: a conflict that ends within the free re-runs still wins") {
+  FakeConn own("own", {ER_LOCK_DEADLOCK, ER_LOCK_DEADLOCK, ER_LOCK_DEADLOCK, 0});
+  FakeSource src({});
+  Run run;
+  run.policy.deadline = Clock::now() - std::chrono::milliseconds(1);
+  CHECK(run.Go(&own, &src).ok());
+  CHECK(own.execs() == 4);
+  CHECK(run.sleeps == std::vector<int>{0, 1, 2});
+}
+
+TEST_CASE("1213: the deadline passing between re-runs stops the next one") {
+  FakeConn own("own", std::vector<unsigned>(dlock::kMaxDeadlocks + 1, ER_LOCK_DEADLOCK));
+  FakeSource src({});
+  Run run;
+  // Time runs out during the sleep before re-run 7 (the policy is read on
+  // every re-run): that re-run is made, the next is not.
+  run.policy.deadline = Clock::now() + std::chrono::hours(1);
+  run.policy.sleep = [&run](int n) {
+    run.sleeps.push_back(n);
+    if (n == 6) run.policy.deadline = Clock::now() - std::chrono::milliseconds(1);
+  };
+  Status s = run.Go(&own, &src);
+  CHECK(s.code() == Code::kBusy);
+  CHECK(own.execs() == 8);
+  CHECK(run.sleeps == std::vector<int>{0, 1, 2, 3, 4, 5, 6});
+}
+
+TEST_CASE("1213 past the deadline after a drop in flight: kUnknown, not kBusy") {
+  FakeConn own("own", {CR_SERVER_LOST});
+  FakeConn f1("f1", std::vector<unsigned>(dlock::kMaxDeadlocks + 1, ER_LOCK_DEADLOCK));
+  FakeSource src({&f1});
+  Run run;
+  run.policy.deadline = Clock::now() - std::chrono::milliseconds(1);
+  Status s = run.Go(&own, &src);
+  CHECK(s.code() == Code::kUnknown);
+  CHECK(f1.execs() == dlock::kFreeDeadlocks + 1);
+}
+
+TEST_CASE("1213 with no deadline (release, renew, cleanup): every re-run is made") {
+  FakeConn own("own", std::vector<unsigned>(dlock::kMaxDeadlocks, ER_LOCK_DEADLOCK));
+  FakeSource src({});
+  dlock::RetryPolicy p("release", Clock::now() - std::chrono::milliseconds(1));
+  CHECK(p.deadline == Clock::time_point::max());
+  p.sleep = [](int) {};
+  Status s = dlock::RunIdempotent(&own, &src, p, [](SqlConn& c, bool) {
+    ExecResult r;
+    return c.Exec("DELETE FROM t WHERE owner = ?", {}, &r);
+  });
+  CHECK(s.ok());
+  CHECK(own.execs() == dlock::kMaxDeadlocks + 1);
+}
+
+TEST_CASE("1213 past the deadline with the real sleeps: a try with no wait ends in ms, not ~1 s") {
+  FakeConn own("own", std::vector<unsigned>(dlock::kMaxDeadlocks + 1, ER_LOCK_DEADLOCK));
+  FakeSource src({});
+  dlock::RetryPolicy p("acquire", Clock::now());
+  p.deadline = Clock::now();  // Try(0)
+  const auto t0 = Clock::now();
+  Status s = dlock::RunIdempotent(&own, &src, p, [](SqlConn& c, bool) {
+    ExecResult r;
+    return c.Exec("INSERT", {}, &r);
+  });
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  CHECK(s.code() == Code::kBusy);
+  // 3 sleeps of at most 2 + 4 + 8 ms; the 20 of before slept ~0.8 s.
+  CHECK_MESSAGE(ms < 300, "took " << ms << " ms");
+}

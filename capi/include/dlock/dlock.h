@@ -363,8 +363,13 @@ DLOCK_EXPORT void dlock_close(dlock_lock *lock);
  * the call, or dlock_close closes the lock; since 1.3, before which waits
  * were 0..86400000). An error (a server that cannot be reached, say) ends
  * any wait. Returns DLOCK_OK (now held; a new owner id and fencing token
- * were assigned) or DLOCK_BUSY (someone else held it for the whole wait), or
- * an error. If the same holder (see the holder option) already holds it:
+ * were assigned) or DLOCK_BUSY (someone else held it for the whole wait, or
+ * the server kept ending the attempt with a deadlock, 1213, which on Galera
+ * is a certification conflict with another node's write, until the wait was
+ * over: past it at most 3 re-runs are made, a few ms; since 1.4, before
+ * which up to 20, about 1 s, ran past the wait), or an error (DLOCK_E_DB
+ * after 20 re-runs within the wait). If the same holder (see the holder
+ * option) already holds it:
  * DLOCK_OK and the hold count goes up (owner and token unchanged), or
  * DLOCK_E_STATE with reentrant=0. Another holder waits like any other waiter.
  * Holders (article 6.4): with holder=thread (the default) and reentrant=1
