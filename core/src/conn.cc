@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +32,29 @@ void LibraryInit() {
 // A fetched column is read into this buffer first; longer values are fetched
 // again at their full length, so nothing is truncated.
 constexpr size_t kColumnBuffer = 1024;
+
+// Per-statement scratch (binds, lengths, column buffers) for up to N items
+// lives on the stack: every statement of the library's has at most 4
+// parameters or columns, and these were a dozen heap allocations per
+// statement. More than N take the heap. Left uninitialised: every use
+// sets what it reads.
+template <typename T, size_t N>
+class Scratch {
+ public:
+  explicit Scratch(size_t n) : n_(n) {
+    if (n > N) heap_.resize(n);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* data() { return n_ > N ? heap_.data() : inline_; }
+  T& operator[](size_t i) { return data()[i]; }
+
+ private:
+  size_t n_;
+  T inline_[N];
+  std::vector<T> heap_;
+};
+constexpr size_t kInlineItems = 4;
 
 // What every lock session starts with, run when it connects and again after
 // a reset (Conn::ResetSession):
@@ -506,10 +530,10 @@ class ParamBinds {
   MYSQL_BIND* data() { return binds_.data(); }
 
  private:
-  std::vector<MYSQL_BIND> binds_;
-  std::vector<unsigned long> lengths_;
-  std::vector<long long> ints_;
-  std::vector<my_bool> nulls_;
+  Scratch<MYSQL_BIND, kInlineItems> binds_;
+  Scratch<unsigned long, kInlineItems> lengths_;
+  Scratch<long long, kInlineItems> ints_;
+  Scratch<my_bool, kInlineItems> nulls_;
 };
 
 }  // namespace
@@ -541,12 +565,15 @@ Status Conn::Run(MYSQL_STMT* st, const std::vector<Param>& params, ExecResult* o
 
 Status Conn::FetchRows(MYSQL_STMT* st, ExecResult* out) {
   const unsigned nfields = mysql_stmt_field_count(st);
-  std::vector<MYSQL_BIND> rb(nfields);
-  std::vector<std::vector<char>> bufs(nfields, std::vector<char>(kColumnBuffer));
-  std::vector<unsigned long> rlen(nfields);
-  std::vector<my_bool> rnull(nfields), rerr(nfields);
+  Scratch<MYSQL_BIND, kInlineItems> rb(nfields);
+  Scratch<std::array<char, kColumnBuffer>, kInlineItems> bufs(nfields);
+  Scratch<unsigned long, kInlineItems> rlen(nfields);
+  Scratch<my_bool, kInlineItems> rnull(nfields), rerr(nfields);
   for (unsigned i = 0; i < nfields; ++i) {
     std::memset(&rb[i], 0, sizeof rb[i]);
+    rlen[i] = 0;
+    rnull[i] = 0;
+    rerr[i] = 0;
     rb[i].buffer_type = MYSQL_TYPE_STRING;
     rb[i].buffer = bufs[i].data();
     rb[i].buffer_length = kColumnBuffer;

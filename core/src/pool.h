@@ -106,6 +106,7 @@ class Pool {
   void CloseIdle() EXCLUDES(mu_);
   std::condition_variable_any closer_cv_;  // waits on mu_: an idle one came back, or stop
   bool stop_ GUARDED_BY(mu_) = false;
+  bool closer_parked_ GUARDED_BY(mu_) = false;  // waiting with no deadline: a Put wakes it
   std::thread closer_ GUARDED_BY(mu_);
 };
 

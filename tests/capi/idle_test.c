@@ -134,9 +134,29 @@ int main(void) {
   CHECK(dlock_release(renewed, &err) == DLOCK_OK, "release: %s", err.message);
   dlock_close(renewed);
   CHECK(wait_sessions(0, 10000, &last) >= 0, "the watchdog's connection closed too: %lld", last);
+
+  /* 4. A connection lent across the closer's wake-ups (a row lock held 2.5 s,
+   * longer than pool_idle_ms, right after it came back once) is still closed
+   * pool_idle_ms after its release: the closer was not parked then, and a
+   * Put wakes only a parked one. */
+  dlock_lock *row = open_lock(c, "idle:row", "row", 0);
+  CHECK(dlock_try(row, 1000, &err) == DLOCK_OK, "row lock: %s", err.message);
+  CHECK(dlock_release(row, &err) == DLOCK_OK, "release: %s", err.message);
+  CHECK(dlock_try(row, 1000, &err) == DLOCK_OK, "row lock again: %s", err.message);
+  sleep_ms(2500); /* the hold itself, not a synchronisation */
+  CHECK(dlock_release(row, &err) == DLOCK_OK, "release: %s", err.message);
+  released = now_ms();
+  dlock_close(row);
+  took = wait_sessions(0, 10000, &last);
+  idle_for = now_ms() - released;
+  CHECK(took >= 0, "the row lock's connection closed after its long hold: %lld left", last);
+  CHECK(idle_for >= 1400 && idle_for < 2900, "pool_idle_ms after its release: closed after %lld ms",
+        (long long)idle_for);
+  printf("  a connection lent 2.5 s closed %lld ms after it came back (pool_idle_ms=1500)\n",
+         (long long)idle_for);
   dlock_client_close(c);
 
-  /* 4. pool_idle_ms=0 keeps them. */
+  /* 5. pool_idle_ms=0 keeps them. */
   c = open_client("pool=4&pool_idle_ms=0");
   if (c == NULL) return 1;
   burst(c, 3, "c");

@@ -3,6 +3,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <atomic>
 #include <climits>
+#include <regex>
 #include <thread>
 #include <vector>
 
@@ -86,6 +87,9 @@ TEST_CASE("lease: acquire, busy for others, release, acquire again") {
   const std::string owner = a->owner();
   CHECK(owner.find(":" + std::to_string(getpid()) + ":") != std::string::npos);
   CHECK(owner.size() > 36);
+  // host:pid: then a version 4 UUID, lower-case hex (A4: new per acquisition)
+  CHECK(std::regex_match(owner, std::regex(".+:[0-9]+:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-"
+                                           "[89ab][0-9a-f]{3}-[0-9a-f]{12}")));
   CHECK(std::string(a->owner_cstr()) == owner);
 
   // The database has exactly what the lock object says.
