@@ -166,9 +166,9 @@ namespace {
 // at most the configured one.
 int ConnectTimeoutWithin(int connect_timeout_s, std::chrono::steady_clock::time_point deadline) {
   if (deadline == std::chrono::steady_clock::time_point::max()) return connect_timeout_s;
+  using std::chrono::milliseconds;
   const auto left_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
-          .count();
+      std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now()).count();
   const int64_t left_s = std::max<int64_t>((left_ms + 999) / 1000, 1);
   return static_cast<int>(std::min<int64_t>(connect_timeout_s, left_s));
 }

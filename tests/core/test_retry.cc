@@ -604,7 +604,8 @@ TEST_CASE("no connection to be had, its connect lost in the handshake (2013): th
   // with 2013, which after a statement would mean "may have run"; here no
   // statement was sent.
   FakeSource src({});
-  src.none_left = Status(Code::kConnect, "cannot connect: reading initial communication packet (2013)",
+  src.none_left = Status(Code::kConnect,
+                         "cannot connect: reading initial communication packet (2013)",
                          CR_SERVER_LOST);
   Run run;
   Status s = run.Go(nullptr, &src);
