@@ -91,7 +91,7 @@ Status ClientImpl::Cleanup(uint64_t* deleted, bool* ran) {
   {
     // Every batch borrows from here; one dropped with its connection is
     // re-run on a fresh one. conn: the one used last.
-    PoolConns conns(this, Clock::now());
+    PoolConns conns(this, Clock::now(), nullptr, ConnectBy::kPerNode);
     SqlConn* conn = nullptr;
     s = conns.Fresh(&conn);
     ExecResult r;

@@ -50,7 +50,10 @@ Status ClientImpl::Open(ClientOptions opts, const Config& cfg, std::unique_ptr<C
   std::unique_ptr<ClientImpl> c(new ClientImpl(std::move(opts), lock_defaults, std::move(events)));
   {
     PooledConn conn;
-    s = c->pool_.Get(Clock::now() + std::chrono::seconds(c->opts_.connect_timeout_s), &conn);
+    // The open's connect keeps connect_timeout per node: a multi-host URL
+    // whose first nodes are down still opens.
+    s = c->pool_.Get(Clock::now() + std::chrono::seconds(c->opts_.connect_timeout_s),
+                     Clock::time_point::max(), &conn);
     if (!s.ok()) return s;
     c->server_ = conn->server();
     // The statements are built once the server said what it is.
@@ -117,9 +120,11 @@ std::string ClientImpl::NewOwner() {
 }
 
 Status ClientImpl::GetConn(Clock::time_point deadline, PooledConn* out,
-                           const std::function<bool()>& stop) {
+                           const std::function<bool()>& stop, ConnectBy by) {
   auto floor = Clock::now() + kPoolGrace;
-  return pool_.Get(deadline > floor ? deadline : floor, out, stop);
+  if (deadline < floor) deadline = floor;
+  return pool_.Get(deadline, by == ConnectBy::kWait ? deadline : Clock::time_point::max(), out,
+                   stop);
 }
 
 Clock::time_point ClientImpl::RetryUntil(Clock::time_point deadline) const {
@@ -128,7 +133,7 @@ Clock::time_point ClientImpl::RetryUntil(Clock::time_point deadline) const {
 
 Status PoolConns::Fresh(SqlConn** out) {
   held_.Reset();
-  Status s = client_->GetConn(deadline_, &held_, stop_);
+  Status s = client_->GetConn(deadline_, &held_, stop_, by_);
   if (s.ok()) *out = &*held_;
   return s;
 }

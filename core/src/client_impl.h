@@ -49,6 +49,16 @@ Status EnsureTables(Conn& conn, const TableSql& sql, const ClientOptions& opts);
 // a TOPOLOGY warning (client open, first lock with such a ttl) and doctor.
 constexpr int64_t kGaleraMinTtlMs = 15000;
 constexpr int kGaleraMinReadTimeoutS = 10;
+
+// How long opening a new connection may take (every node of a multi-host
+// URL tried included).
+enum class ConnectBy {
+  kWait,     // the caller's wait (at least kPoolGrace): a try, a lock's wait
+  kPerNode,  // connect_timeout per node: what has no wait of its own (a
+             // release, a renewal, a transaction's start, the cleanup),
+             // where giving up early would cost more than the wait
+};
+
 class ClientImpl {
  public:
   // opts: one server's, parsed, with cfg's client options applied
@@ -72,9 +82,10 @@ class ClientImpl {
   std::string NewOwner();
 
   // Borrow a connection for one statement; waits at most until deadline, but
-  // at least kPoolGrace so that a zero wait still gets a connection.
+  // at least kPoolGrace so that a zero wait still gets a connection. With
+  // ConnectBy::kWait opening one ends by then too.
   Status GetConn(Clock::time_point deadline, PooledConn* out,
-                 const std::function<bool()>& stop = nullptr);
+                 const std::function<bool()>& stop = nullptr, ConnectBy by = ConnectBy::kWait);
   // Until when a statement dropped with its connection is re-run on a fresh
   // one: the call's deadline, or connect_timeout from now if that is later.
   Clock::time_point RetryUntil(Clock::time_point deadline) const;
@@ -156,8 +167,8 @@ class ClientImpl {
 class PoolConns : public ConnSource {
  public:
   PoolConns(ClientImpl* client, Clock::time_point deadline,
-            std::function<bool()> stop = nullptr)
-      : client_(client), deadline_(deadline), stop_(std::move(stop)) {}
+            std::function<bool()> stop = nullptr, ConnectBy by = ConnectBy::kWait)
+      : client_(client), deadline_(deadline), stop_(std::move(stop)), by_(by) {}
   Status Fresh(SqlConn** out) override;
   // The connection Fresh handed out last (nullptr before the first).
   Conn* current() { return held_ ? &*held_ : nullptr; }
@@ -166,6 +177,7 @@ class PoolConns : public ConnSource {
   ClientImpl* client_;
   Clock::time_point deadline_;
   std::function<bool()> stop_;
+  ConnectBy by_;
   PooledConn held_;
 };
 

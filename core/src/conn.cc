@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdlib>
@@ -182,9 +183,28 @@ Code ClassifyError(unsigned err) {
   }
 }
 
-Status Conn::Connect(const ClientOptions& o, std::unique_ptr<Conn>* out) {
+namespace {
+
+// connect_timeout for a connect that must end by deadline: the time left,
+// rounded up to the option's whole seconds (never 0, which is no timeout),
+// at most the configured one.
+int ConnectTimeoutWithin(int connect_timeout_s, std::chrono::steady_clock::time_point deadline) {
+  if (deadline == std::chrono::steady_clock::time_point::max()) return connect_timeout_s;
+  using std::chrono::milliseconds;
+  const auto left_ms =
+      std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+  const int64_t left_s = std::max<int64_t>((left_ms + 999) / 1000, 1);
+  return static_cast<int>(std::min<int64_t>(connect_timeout_s, left_s));
+}
+
+}  // namespace
+
+Status Conn::Connect(const ClientOptions& o, std::unique_ptr<Conn>* out,
+                     std::chrono::steady_clock::time_point deadline) {
   if (o.nodes.size() < 2 || !o.socket.empty()) {
-    Status s = ConnectNode(o, out);
+    ClientOptions one = o;
+    one.connect_timeout_s = ConnectTimeoutWithin(o.connect_timeout_s, deadline);
+    Status s = ConnectNode(one, out);
     // A healthy node answered: whatever failure was recorded for it (by a
     // statement on any URL naming it) is over, for the multi-host URLs too.
     if (s.ok() && o.socket.empty() && (*out)->server().unhealthy.empty())
@@ -200,11 +220,24 @@ Status Conn::Connect(const ClientOptions& o, std::unique_ptr<Conn>* out) {
   std::string why;
   Status first_error;
   bool all_read_only = true;
-  for (size_t i : order) {
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t i = order[k];
+    if (k > 0 && std::chrono::steady_clock::now() >= deadline) {
+      // The caller's wait is over: the nodes left are not tried.
+      std::string left;
+      for (size_t j = k; j < order.size(); ++j)
+        left += (j > k ? ", " : "") + NodeId(o.nodes[order[j]].host, o.nodes[order[j]].port);
+      return Status(Code::kConnect,
+                    "no healthy node among the URL's " + std::to_string(o.nodes.size()) +
+                        " hosts within the wait: " + why + "; the wait ran out before " + left +
+                        (order.size() - k > 1 ? " were" : " was") + " tried",
+                    first_error.ok() ? 0 : first_error.server_errno());
+    }
     ClientOptions one = o;
     one.nodes.clear();
     one.host = o.nodes[i].host;
     one.port = o.nodes[i].port;
+    one.connect_timeout_s = ConnectTimeoutWithin(o.connect_timeout_s, deadline);
     const std::string id = NodeId(one.host, one.port);
     std::unique_ptr<Conn> c;
     Status s = ConnectNode(one, &c);

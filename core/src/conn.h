@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -90,7 +91,15 @@ class Conn : public SqlConn {
   // With several nodes in opts (a multi-host URL): the first healthy one
   // (ServerInfo::unhealthy empty), nodes that failed in the last seconds
   // tried last; when none is, the error names each node's reason.
-  static Status Connect(const ClientOptions& opts, std::unique_ptr<Conn>* out);
+  // deadline bounds the whole connect, every node tried included: each node
+  // gets connect_timeout or the time left, whichever is less, rounded up to
+  // whole seconds (the option's unit), so at least 1 s; the first node is
+  // always tried, the next ones only while time is left. What Conn reads
+  // after the connect (the server's facts) is under read_timeout, not this.
+  // The default is no deadline: connect_timeout per node.
+  static Status Connect(const ClientOptions& opts, std::unique_ptr<Conn>* out,
+                        std::chrono::steady_clock::time_point deadline =
+                            std::chrono::steady_clock::time_point::max());
   ~Conn();
   Conn(const Conn&) = delete;
   Conn& operator=(const Conn&) = delete;

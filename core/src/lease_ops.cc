@@ -42,7 +42,7 @@ Status LeaseAcquire(ClientImpl& client, const std::string& key, const std::strin
 
 Status LeaseRenew(ClientImpl& client, const std::string& key, const std::string& owner, int64_t ttl_ms,
                               bool* renewed, Clock::time_point* sent_at) {
-  PoolConns fresh(&client, Clock::now());
+  PoolConns fresh(&client, Clock::now(), nullptr, ConnectBy::kPerNode);
   RetryPolicy p("renew", client.RetryUntil(Clock::now()));
   return RunIdempotent(nullptr, &fresh, p, [&](SqlConn& c, bool) {
     ExecResult r;
@@ -56,7 +56,7 @@ Status LeaseRenew(ClientImpl& client, const std::string& key, const std::string&
 
 Status LeaseRelease(ClientImpl& client, const std::string& key, const std::string& owner, Conn* preferred,
                                 bool* released, bool* ours) {
-  PoolConns fresh(&client, Clock::now());
+  PoolConns fresh(&client, Clock::now(), nullptr, ConnectBy::kPerNode);
   RetryPolicy p("release", client.RetryUntil(Clock::now()));
   return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool rerun) {
     ExecResult r;

@@ -413,7 +413,7 @@ Status LeaseScheme::Release(const std::string& owner, uint64_t token, bool commi
 Status LeaseScheme::Begin() {
   if (txn_open_) return Status::StateError("lock " + name_ + " already has an open transaction");
   if (!own_conn_) {
-    Status s = c_->GetConn(Clock::now(), &own_conn_);
+    Status s = c_->GetConn(Clock::now(), &own_conn_, nullptr, ConnectBy::kPerNode);
     if (!s.ok()) return s;
   }
   Status s = own_conn_->Query("START TRANSACTION");

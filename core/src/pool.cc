@@ -62,7 +62,8 @@ bool Pool::LeaveBudget() {
   return true;
 }
 
-Status Pool::Get(Clock::time_point deadline, PooledConn* out, const std::function<bool()>& stop) {
+Status Pool::Get(Clock::time_point deadline, Clock::time_point connect_by, PooledConn* out,
+                 const std::function<bool()>& stop) {
   RelockableMutexLock g(mu_);
   for (;;) {
     while (!idle_.empty()) {
@@ -79,7 +80,7 @@ Status Pool::Get(Clock::time_point deadline, PooledConn* out, const std::functio
       ++open_;
       g.Unlock();
       std::unique_ptr<Conn> c;
-      Status s = Conn::Connect(opts_, &c);
+      Status s = Conn::Connect(opts_, &c, connect_by);
       if (s.ok()) c->set_counter(&sent_);
       if (s.ok() && c->server().read_only) {
         s = Status(Code::kReadOnly,

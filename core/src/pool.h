@@ -62,8 +62,10 @@ class Pool {
   // bound). A new connection is checked: writable, and its server facts read.
   // An idle one the server has closed meanwhile is dropped, not handed out.
   // stop (may be empty) is polled while waiting: true ends the wait with
-  // kCancelled.
-  Status Get(Clock::time_point deadline, PooledConn* out,
+  // kCancelled. connect_by bounds opening one (every node of a multi-host
+  // URL tried included, Conn::Connect): the caller's wait, or
+  // Clock::time_point::max() for connect_timeout per node.
+  Status Get(Clock::time_point deadline, Clock::time_point connect_by, PooledConn* out,
              const std::function<bool()>& stop = nullptr) EXCLUDES(mu_);
   // A broken connection is closed, and so is every idle one: they lead to
   // the same server, which has just failed one of them (restarted, frozen,

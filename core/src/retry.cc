@@ -60,7 +60,9 @@ Status RunIdempotent(SqlConn* preferred, ConnSource* fresh, const RetryPolicy& p
       if (preferred != nullptr && !preferred->broken()) {
         conn = preferred;
       } else if (Status s = fresh->Fresh(&conn); !s.ok()) {
-        return end(s);
+        // Nothing of ours went out on it: a connect lost in its handshake
+        // (2013) leaves no outcome unknown unless an earlier attempt did.
+        return in_doubt ? end(s) : s;
       }
     }
     Status s = attempt(*conn, rerun);

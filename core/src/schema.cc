@@ -128,7 +128,8 @@ Status ClientImpl::InitSchema(Conn& conn) { return EnsureTables(conn, sql_.schem
 
 Status ClientImpl::EnsureSchema() {
   PooledConn conn;
-  Status s = GetConn(Clock::now() + std::chrono::seconds(opts_.connect_timeout_s), &conn);
+  Status s = GetConn(Clock::now() + std::chrono::seconds(opts_.connect_timeout_s), &conn, nullptr,
+                     ConnectBy::kPerNode);
   if (!s.ok()) return s;
   s = InitSchema(*conn);
   MutexLock g(rows_mu_);

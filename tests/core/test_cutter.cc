@@ -10,7 +10,11 @@
 //    the client's connect_timeout/read_timeout, and the lock reports the
 //    loss cleanly;
 //  - a slow server that answers every statement in time: an attempt of
-//    several statements is not cut for their sum.
+//    several statements is not cut for their sum;
+//  - and the pool's connect (conn.cc, Conn::Connect): a multi-host URL whose
+//    first nodes accept and never answer costs a try its wait, not a
+//    connect_timeout per node, and a long enough wait still gets the node
+//    that answers.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -281,13 +285,17 @@ std::string PercentEncode(const std::string& s) {
   return out;
 }
 
-// The test server's URL with the relay's address in place of its own.
-std::string RelayUrl(const Relay& r) {
+// The test server's URL with hosts ("h:p" or "h1:p1,h2:p2,...") in place
+// of its own address.
+std::string HostsUrl(const std::string& hosts) {
   const dlock::ClientOptions o = ServerOptions();
   std::string url = "mysql://" + PercentEncode(o.user);
   if (!o.password.empty()) url += ":" + PercentEncode(o.password);
-  return url + "@127.0.0.1:" + std::to_string(r.port()) + "/" + PercentEncode(o.database);
+  return url + "@" + hosts + "/" + PercentEncode(o.database);
 }
+
+// The test server's URL with the relay's address in place of its own.
+std::string RelayUrl(const Relay& r) { return HostsUrl("127.0.0.1:" + std::to_string(r.port())); }
 
 std::shared_ptr<dlock::Client> Open(const std::string& url) {
   std::shared_ptr<dlock::Client> c;
@@ -634,5 +642,57 @@ TEST_CASE("a slow server that answers each statement in time: an attempt of seve
   CHECK(taken->Release().code() != Code::kOk);
   kept.reset();
   taken.reset();
+  c.reset();
+}
+
+TEST_CASE("a multi-host URL whose first nodes accept and never answer: a try's connect ends with its wait, a long wait gets the live node") {
+  const dlock::ClientOptions server = ServerOptions();
+  REQUIRE(server.socket.empty());
+  Relay r1(server.host, server.port), r2(server.host, server.port);
+  const std::string n1 = "127.0.0.1:" + std::to_string(r1.port());
+  const std::string n2 = "127.0.0.1:" + std::to_string(r2.port());
+  const std::string live = server.host + ":" + std::to_string(server.port);
+  // connect_timeout 2 s: the old loop took 2 s per silent node (>= 4 s for
+  // a try of any wait). The client opens while the relays still forward
+  // (its first connection goes through r1 to the server); that connection
+  // closes once idle, so the try below opens a new one.
+  dlock::Config cfg;
+  REQUIRE(cfg.Set("connect_timeout", "2").ok());
+  REQUIRE(cfg.Set("pool_idle_ms", "20").ok());
+  std::shared_ptr<dlock::Client> c;
+  dlock::Status s = dlock::Client::Open(HostsUrl(n1 + "," + n2 + "," + live), cfg, &c);
+  REQUIRE_MESSAGE(s.ok(), "Client::Open: " << CodeStr(s.code()) << ": " << s.message());
+  r1.SetMode(Relay::Mode::kSilent);
+  r2.SetMode(Relay::Mode::kSilent);
+  REQUIRE(PollUntil(Clock::now() + milliseconds(5000), [&] {
+    uint64_t open = 1;
+    return c->Counter("pool_open", &open).ok() && open == 0;
+  }));
+  auto l = OpenLock(c, UniquePrefix("multihost") + "k", "lease", 10000);
+
+  // (a) A 100 ms try: the pool's wait is 1 s (kPoolGrace), so r1 gets 1 s
+  // and the others are not tried.
+  auto t0 = Clock::now();
+  s = l->Try(100);
+  int64_t ms = MsSince(t0);
+  MESSAGE("try(100) over two silent nodes: " << ms << " ms: " << s.message());
+  CHECK(s.code() == Code::kConnect);
+  CHECK(ms >= 900);
+  CHECK(ms < 2500);
+  CHECK(s.message().find("the wait ran out before " + n2 + ", " + live + " were tried") !=
+        std::string::npos);
+  CHECK(s.message().find("cannot connect to " + n1) != std::string::npos);
+
+  // (b) A 10 s wait: r1 went last (it failed just now), r2 costs its full
+  // connect_timeout, then the live server.
+  t0 = Clock::now();
+  s = l->Try(10000);
+  ms = MsSince(t0);
+  MESSAGE("try(10000) over two silent nodes: " << ms << " ms: " << s.message());
+  DT_CHECK_CODE(s, Code::kOk);
+  CHECK(ms >= 1900);
+  CHECK(ms < 4000);
+  if (s.ok()) DT_CHECK_CODE(l->Release(), Code::kOk);
+  l.reset();
   c.reset();
 }

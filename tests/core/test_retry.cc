@@ -68,12 +68,13 @@ class FakeSource : public dlock::ConnSource {
   explicit FakeSource(std::vector<FakeConn*> conns) : conns_(conns.begin(), conns.end()) {}
   Status Fresh(SqlConn** out) override {
     ++calls;
-    if (conns_.empty()) return Status(Code::kPool, "no connection left");
+    if (conns_.empty()) return none_left;
     *out = conns_.front();
     conns_.pop_front();
     return Status::OK();
   }
   int calls = 0;
+  Status none_left = Status(Code::kPool, "no connection left");
 
  private:
   std::deque<FakeConn*> conns_;
@@ -596,4 +597,28 @@ TEST_CASE("1213 past the deadline with the real sleeps: a try with no wait ends 
   CHECK(s.code() == Code::kBusy);
   // 3 sleeps of at most 2 + 4 + 8 ms; the 20 of before slept ~0.8 s.
   CHECK_MESSAGE(ms < 300, "took " << ms << " ms");
+}
+
+TEST_CASE("no connection to be had, its connect lost in the handshake (2013): the connect's error, not an unknown outcome") {
+  // A multi-host URL's nodes that accept and never greet: the connect fails
+  // with 2013, which after a statement would mean "may have run"; here no
+  // statement was sent.
+  FakeSource src({});
+  src.none_left = Status(Code::kConnect,
+                         "cannot connect: reading initial communication packet (2013)",
+                         CR_SERVER_LOST);
+  Run run;
+  Status s = run.Go(nullptr, &src);
+  CHECK(s.code() == Code::kConnect);
+  CHECK(s.server_errno() == static_cast<int>(CR_SERVER_LOST));
+  CHECK(run.used.empty());
+  // After an attempt cut off in flight, the same failure leaves the outcome
+  // unknown: that attempt may have run.
+  FakeConn own("own", {CR_SERVER_LOST});
+  FakeSource src2({});
+  src2.none_left = src.none_left;
+  Run run2;
+  s = run2.Go(&own, &src2);
+  CHECK(s.code() == Code::kUnknown);
+  CHECK(run2.used == Names{"own"});
 }
