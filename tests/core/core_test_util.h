@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <random>
@@ -181,6 +182,35 @@ inline std::unique_ptr<dlock::Lock> OpenLock(const std::shared_ptr<dlock::Client
   REQUIRE_MESSAGE(s.ok(), "Lock::Open: " << CodeStr(s.code()) << ": " << s.message());
   REQUIRE(l != nullptr);
   return l;
+}
+
+// The second test server's URL (fixture db2, or DLOCK_URL2); without one the
+// suite is skipped (exit 77, ctest's SKIP_RETURN_CODE).
+inline const char* Url2() {
+  const char* u = dlock_test_url2();
+  if (u == nullptr) {
+    MESSAGE("SKIP: no second server (fixture db2 or DLOCK_URL2)");
+    std::exit(77);
+  }
+  return u;
+}
+
+// A client over url, which may list several servers.
+inline std::shared_ptr<dlock::Client> OpenUrl(const std::string& url) {
+  std::shared_ptr<dlock::Client> c;
+  dlock::Status s = dlock::Client::Open(url, dlock::Config(), &c);
+  REQUIRE_MESSAGE(s.ok(), "Client::Open: " << CodeStr(s.code()) << ": " << s.message());
+  return c;
+}
+
+// The first key of prefix + 0, 1, ... that lives on server `want` of client c.
+inline std::string KeyOn(const dlock::Client& c, const std::string& prefix, size_t want) {
+  for (int i = 0;; ++i) {
+    std::string k = prefix + std::to_string(i);
+    size_t at = 9;
+    REQUIRE(c.ServerOf(k, &at).ok());
+    if (at == want) return k;
+  }
 }
 
 }  // namespace dtest

@@ -549,13 +549,8 @@ TEST_CASE("a frozen server (SIGSTOP): its renewal is cut within its budget, the 
   REQUIRE(c->server_count() == 2);
   Admin a1(u1.c_str());
   const std::string p = UniquePrefix("cutstop");
-  std::string k1, k2;  // on the healthy server (0) and the frozen one (1)
-  for (int i = 0; k1.empty() || k2.empty(); ++i) {
-    size_t at = 9;
-    const std::string k = p + std::to_string(i);
-    REQUIRE(c->ServerOf(k, &at).ok());
-    (at == 0 ? k1 : k2) = k;
-  }
+  // On the healthy server (0) and the frozen one (1).
+  const std::string k1 = KeyOn(*c, p, 0), k2 = KeyOn(*c, p, 1);
   auto l1 = AutoRenewed(c, k1, kTtlMs);
   auto l2 = AutoRenewed(c, k2, kTtlMs);
   {

@@ -12,32 +12,6 @@ using namespace dtest;
 
 namespace {
 
-const char* Url2() {
-  const char* u = dlock_test_url2();
-  if (u == nullptr) {
-    MESSAGE("SKIP: no second server (fixture db2 or DLOCK_URL2)");
-    std::exit(77);
-  }
-  return u;
-}
-
-std::shared_ptr<dlock::Client> OpenUrl(const std::string& url) {
-  std::shared_ptr<dlock::Client> c;
-  dlock::Status s = dlock::Client::Open(url, dlock::Config(), &c);
-  REQUIRE_MESSAGE(s.ok(), "Client::Open: " << CodeStr(s.code()) << ": " << s.message());
-  return c;
-}
-
-// A key of prefix that lives on server `want` of client c.
-std::string KeyOn(const dlock::Client& c, const std::string& prefix, size_t want) {
-  for (int i = 0;; ++i) {
-    std::string k = prefix + std::to_string(i);
-    size_t at = 9;
-    REQUIRE(c.ServerOf(k, &at).ok());
-    if (at == want) return k;
-  }
-}
-
 }  // namespace
 
 TEST_CASE("two servers: keys on their own server, exclusion and tokens per key") {
