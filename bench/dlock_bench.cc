@@ -132,20 +132,24 @@ class Raw {
     stmts_.push_back(st);
     return st;
   }
+  // Binds params to st's markers as strings; params and the returned binds
+  // are kept until the execute.
+  static std::vector<MYSQL_BIND> BindStrings(MYSQL_STMT* st, const std::vector<std::string>& params) {
+    std::vector<MYSQL_BIND> b(params.size());
+    if (params.empty()) return b;
+    for (size_t i = 0; i < params.size(); ++i) {
+      std::memset(&b[i], 0, sizeof b[i]);
+      b[i].buffer_type = MYSQL_TYPE_STRING;
+      b[i].buffer = const_cast<char*>(params[i].data());
+      b[i].buffer_length = params[i].size();
+    }
+    mysql_stmt_bind_param(st, b.data());
+    return b;
+  }
   // Runs st with string params; returns errno (0 = ok). Fetches any result.
   unsigned Exec(MYSQL_STMT* st, const std::vector<std::string>& params, uint64_t* affected = nullptr) {
     ++statements;
-    std::vector<MYSQL_BIND> b(params.size());
-    std::vector<unsigned long> len(params.size());
-    for (size_t i = 0; i < params.size(); ++i) {
-      std::memset(&b[i], 0, sizeof b[i]);
-      len[i] = params[i].size();
-      b[i].buffer_type = MYSQL_TYPE_STRING;
-      b[i].buffer = const_cast<char*>(params[i].data());
-      b[i].buffer_length = len[i];
-      b[i].length = &len[i];
-    }
-    if (!params.empty()) mysql_stmt_bind_param(st, b.data());
+    const std::vector<MYSQL_BIND> bound = BindStrings(st, params);
     if (mysql_stmt_execute(st) != 0) return mysql_stmt_errno(st);
     if (mysql_stmt_field_count(st) > 0) {
       mysql_stmt_store_result(st);
@@ -158,17 +162,7 @@ class Raw {
   // "" for no row); dies on an error.
   std::string Fetch(MYSQL_STMT* st, const std::vector<std::string>& params) {
     ++statements;
-    std::vector<MYSQL_BIND> b(params.size());
-    std::vector<unsigned long> len(params.size());
-    for (size_t i = 0; i < params.size(); ++i) {
-      std::memset(&b[i], 0, sizeof b[i]);
-      len[i] = params[i].size();
-      b[i].buffer_type = MYSQL_TYPE_STRING;
-      b[i].buffer = const_cast<char*>(params[i].data());
-      b[i].buffer_length = len[i];
-      b[i].length = &len[i];
-    }
-    if (!params.empty()) mysql_stmt_bind_param(st, b.data());
+    const std::vector<MYSQL_BIND> bound = BindStrings(st, params);
     if (mysql_stmt_execute(st) != 0) Die(std::string("fetch: ") + mysql_stmt_error(st));
     char buf[512];
     unsigned long n = 0;

@@ -369,6 +369,25 @@ int64_t CutWaitMs(const std::string& message) {
   return std::strtoll(message.c_str() + at + 8, nullptr, 10);
 }
 
+// A renewal that hung from t0 on: seen cut a budget later (its statement
+// waited about 1 s) and the lease reported lost by t0 + ttl (its last
+// renewal was sent before t0), both with their events.
+void CheckCutThenLost(Clock::time_point t0, const Seen& seen) {
+  INFO("events: cut " << seen.cut_message << "; lost " << seen.lost_message << "; other " << seen.other);
+  REQUIRE(seen.cut_at != Clock::time_point{});
+  REQUIRE(seen.lost_at != Clock::time_point{});
+  MESSAGE("cut " << MsBetween(t0, seen.cut_at) << " ms after the hang (the statement waited "
+                 << CutWaitMs(seen.cut_message) << " ms), loss reported after "
+                 << MsBetween(t0, seen.lost_at) << " ms");
+  // The renewal was due within ttl/3 of t0 and cut a budget later.
+  CHECK(MsBetween(t0, seen.cut_at) < 2800);
+  CHECK(CutWaitMs(seen.cut_message) >= 990);
+  CHECK(CutWaitMs(seen.cut_message) < 1800);
+  // The watchdog, free again within a connect bound, says so. With the
+  // client's connect_timeout (5 s) it would have been stuck until ~t0 + 6 s.
+  CHECK(MsBetween(t0, seen.lost_at) < 5300);
+}
+
 // SIGSTOPs a server we started and SIGCONTs it however the test ends: by
 // Thaw(), by a failed REQUIRE (the destructor), or by the test process
 // dying (a crash, a sanitizer's exit, ctest's kill): a child process waits
@@ -506,20 +525,7 @@ TEST_CASE("a renewal through a relay that goes silent: cut, the reconnect bounde
   relay.FreezeAll();
   Seen seen;
   while (seen.lost_at == Clock::time_point{} && MsSince(t0) < 9000) ReadEvents(*c, key, 100, &seen);
-  INFO("events: cut " << seen.cut_message << "; lost " << seen.lost_message << "; other " << seen.other);
-  REQUIRE(seen.cut_at != Clock::time_point{});
-  REQUIRE(seen.lost_at != Clock::time_point{});
-  MESSAGE("cut " << MsBetween(t0, seen.cut_at) << " ms after the hang (the statement waited "
-                 << CutWaitMs(seen.cut_message) << " ms), loss reported after "
-                 << MsBetween(t0, seen.lost_at) << " ms");
-  // The renewal was due within ttl/3 of t0 and cut a budget later.
-  CHECK(MsBetween(t0, seen.cut_at) < 2800);
-  CHECK(CutWaitMs(seen.cut_message) >= 990);
-  CHECK(CutWaitMs(seen.cut_message) < 1800);
-  // The lease ran out by t0 + ttl (its last renewal was sent before t0);
-  // the watchdog, free again within a connect bound, says so. With the
-  // client's connect_timeout (5 s) it would have been stuck until ~t0 + 6 s.
-  CHECK(MsBetween(t0, seen.lost_at) < 5300);
+  CheckCutThenLost(t0, seen);
   CHECK(seen.lost_message.find("no renewal succeeded") != std::string::npos);
   DT_CHECK_CODE(l->WaitLost(0), Code::kLost);
   CHECK(l->state() == dlock::LockState::kLost);
@@ -569,17 +575,8 @@ TEST_CASE("a frozen server (SIGSTOP): its renewal is cut within its budget, the 
     if (now > last) ++advanced;
     last = now;
   }
-  INFO("events: cut " << seen.cut_message << "; lost " << seen.lost_message << "; other " << seen.other);
-  REQUIRE(seen.cut_at != Clock::time_point{});
-  REQUIRE(seen.lost_at != Clock::time_point{});
-  MESSAGE("cut " << MsBetween(t0, seen.cut_at) << " ms after the hang (the statement waited "
-                 << CutWaitMs(seen.cut_message) << " ms), loss reported after "
-                 << MsBetween(t0, seen.lost_at) << " ms");
-  CHECK(MsBetween(t0, seen.cut_at) < 2800);
-  CHECK(CutWaitMs(seen.cut_message) >= 990);
-  CHECK(CutWaitMs(seen.cut_message) < 1800);
   // As with the silent relay: a frozen server accepts TCP and never greets.
-  CHECK(MsBetween(t0, seen.lost_at) < 5300);
+  CheckCutThenLost(t0, seen);
   DT_CHECK_CODE(l2->WaitLost(0), Code::kLost);
   // The healthy server's lease renewed every ttl/3 all along.
   CHECK(advanced >= 2);
