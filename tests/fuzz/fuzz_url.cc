@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <strings.h>
 
 #include "fuzz_check.h"
 #include "options.h"
@@ -123,9 +124,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string q = query.empty() ? "" : "?" + query;
   // go-sql-driver's DSN: the password runs to the last '@' before the last
   // '/', whatever it holds. Unless user:password itself reads as scheme://
-  // (user mysql, password //x): a string that starts so is a URL, whatever
-  // follows (ParseUrl), as go-sql-driver's DSN cannot say otherwise.
+  // (user mysql, password //x), or starts as a JDBC URL does (user jdbc, in
+  // any case): a string that starts so is a URL, whatever follows
+  // (ParseUrl), as go-sql-driver's DSN cannot say otherwise.
   auto url_like = [](const std::string& s) {
+    if (s.size() >= 5 && strncasecmp(s.c_str(), "jdbc:", 5) == 0) return true;
     size_t i = 0;
     while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) != 0 || s[i] == '+' ||
                             s[i] == '.' || s[i] == '-'))
