@@ -127,7 +127,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // (user mysql, password //x), or starts as a JDBC URL does (user jdbc, in
   // any case): a string that starts so is a URL, whatever follows
   // (ParseUrl), as go-sql-driver's DSN cannot say otherwise.
+  // The core's own rule decides what is a server's URL (ServerUrlForm: the
+  // driver of mysql+DRIVER:// may hold '_', which no other scheme may);
+  // any other scheme:// reads as a URL too (refused with one fixed message).
   auto url_like = [](const std::string& s) {
+    if (dlock::ServerUrlForm(s, 0) != dlock::UrlForm::kNone) return true;
     if (s.size() >= 5 && strncasecmp(s.c_str(), "jdbc:", 5) == 0) return true;
     size_t i = 0;
     while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) != 0 || s[i] == '+' ||
@@ -144,24 +148,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The schemes: jdbc:mysql://, jdbc:mariadb://, and mysql:// or mariadb://,
   // either also with a +DRIVER suffix (SQLAlchemy's), in any case.
   auto splits = [](const std::string& pw) {
-    for (size_t i = pw.find(';'); i != std::string::npos; i = pw.find(';', i + 1)) {
-      std::string after = pw.substr(i + 1);
-      for (char& ch : after) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      for (const char* scheme : {"jdbc:mysql://", "jdbc:mariadb://"})
-        if (after.rfind(scheme, 0) == 0) return true;
-      for (const char* name : {"mysql", "mariadb"}) {
-        if (after.rfind(name, 0) != 0) continue;
-        size_t j = std::strlen(name);
-        if (j < after.size() && after[j] == '+') {
-          const size_t driver = ++j;
-          while (j < after.size() && (std::isalnum(static_cast<unsigned char>(after[j])) != 0 ||
-                                      after[j] == '_'))
-            ++j;
-          if (j == driver) continue;
-        }
-        if (after.compare(j, 3, "://") == 0) return true;
-      }
-    }
+    for (size_t i = pw.find(';'); i != std::string::npos; i = pw.find(';', i + 1))
+      if (dlock::ServerUrlForm(pw, i + 1) != dlock::UrlForm::kNone) return true;
     return false;
   };
   if (splits(password) || splits(rotated_password)) return 0;
