@@ -1009,11 +1009,16 @@ class SeveralServersTest(unittest.TestCase):
             i += 1
         for where, key in sorted(keys.items()):
             # Inside the hold: the row is on its server only, and a run with
-            # the list the other way round is refused (75).
-            check = (f'"{DLOCK}" run --wait 0 --url "{reverse}" {key} -- true; echo inner=$?')
-            r = dlock("run", "--url", both, key, "--", "sh", "-c", check)
+            # the list the other way round is refused (75); with -v it names
+            # the holder, read from the key's server.
+            check = (f'"{DLOCK}" run -v --wait 0 --url "{reverse}" {key} -- true; echo inner=$?')
+            r = dlock("run", "-v", "--url", both, key, "--", "sh", "-c", check)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn("inner=75", r.stdout)
+            held = re.search(r"acquired '[^']*' \(token (\d+), owner ([^)\s]+)\)", r.stderr)
+            self.assertIsNotNone(held, r.stderr)
+            self.assertIn(f"'{key}' is held by {held.group(2)} (token {held.group(1)}, expires in",
+                          r.stderr)
             r = dlock("run", "--url", both, key, "--", "sh", "-c",
                       f'"{DLOCK}" list --json --url "{reverse}"')
             self.assertEqual(r.returncode, 0, r.stderr)
