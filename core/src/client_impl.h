@@ -62,7 +62,7 @@ enum class ConnectBy {
 class ClientImpl {
  public:
   // opts: one server's, parsed, with cfg's client options applied
-  // (ParseServer); cfg's lock options become the locks' defaults.
+  // (ParseServers); cfg's lock options become the locks' defaults.
   // events: the queue to fill (a client over several servers shares one
   // among them); nullptr = a queue of its own, of the events option's size.
   static Status Open(ClientOptions opts, const Config& cfg, std::unique_ptr<ClientImpl>* out,

@@ -108,14 +108,11 @@ UrlForm ServerUrlForm(const std::string& url, size_t pos, size_t* scheme_len = n
 // A URL naming several servers (SplitServerUrls, core.hpp) is kInvalid here:
 // each is parsed on its own (ParseServers).
 Status ParseUrl(const std::string& url, ClientOptions* out);
-// One server's URL with cfg's client options applied (they win), as a
-// client opens it.
-Status ParseServer(const std::string& url, const Config& cfg, ClientOptions* out);
 // The server's identity for rendezvous hashing (ServerIds in core.hpp).
 std::string ServerIdentity(const ClientOptions& o);
 
 // One server of a URL: its own URL (as written), its options as a client
-// opens it (ParseServer) and its identity.
+// opens it (its URL with cfg's client options applied) and its identity.
 struct ServerSpec {
   std::string url;
   ClientOptions options;

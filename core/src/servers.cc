@@ -104,14 +104,6 @@ std::string ServerIdentity(const ClientOptions& o) {
   return id + "/" + o.database + "?table=" + o.table + "&row_table=" + o.row_table;
 }
 
-Status ParseServer(const std::string& url, const Config& cfg, ClientOptions* out) {
-  Status s = ParseUrl(url, out);
-  if (!s.ok()) return s;
-  for (const auto& kv : cfg.values())
-    if (IsClientKey(kv.first) && !(s = ApplyClientOption(kv.first, kv.second, out)).ok()) return s;
-  return Status::OK();
-}
-
 Status ServerError(size_t i, size_t n, const std::string& id, const Status& s) {
   return Status(s.code(),
                 "server " + std::to_string(i + 1) + " of " + std::to_string(n) +
@@ -121,6 +113,16 @@ Status ServerError(size_t i, size_t n, const std::string& id, const Status& s) {
 }
 
 namespace {
+
+// One server's URL with cfg's client options applied (they win), as a
+// client opens it.
+Status ParseServer(const std::string& url, const Config& cfg, ClientOptions* out) {
+  Status s = ParseUrl(url, out);
+  if (!s.ok()) return s;
+  for (const auto& kv : cfg.values())
+    if (IsClientKey(kv.first) && !(s = ApplyClientOption(kv.first, kv.second, out)).ok()) return s;
+  return Status::OK();
+}
 
 // The options every server of one client must agree on: a client over
 // several servers has one event queue, sized by events (the others, pool,

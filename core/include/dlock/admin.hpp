@@ -47,7 +47,10 @@ Status UrlWithoutPassword(const std::string& url, std::string* out);
 // one server, so the operator's calls about one key go there. cfg: the
 // options the clients are opened with (Client::Open), whose table= and
 // row_table= are part of each server's identity, so the key's server is the
-// one those clients pick. kInvalid as ServerIds.
+// one those clients pick. *out is that server's URL as written: cfg's
+// table= / row_table= are not added to it, so a caller that opened its
+// clients with other tables than the URL names must name them again to
+// whatever reads the key's row there. kInvalid as ServerIds.
 Status KeyServerUrl(const std::string& url, const Config& cfg, const std::string& key,
                     std::string* out);
 
