@@ -22,10 +22,11 @@
 //
 // --only LETTERS runs those sections, e.g. "ae" ((a) includes (b), (c)
 // includes (d)); without --only: (a) to (e), and (f) when the server runs
-// performance_schema. (f) turns on performance_schema's stage and statement
-// instruments (a global setting); with DLOCK_BENCH_THROWAWAY=1 (bench/run.sh,
-// on its own server) it also times the cycles with
-// innodb_flush_log_at_trx_commit=2, set globally and put back.
+// performance_schema. (f) needs performance_schema's stage and statement
+// instruments on: with DLOCK_BENCH_THROWAWAY=1 (bench/run.sh, on its own
+// server) it turns them on (a global setting, left so) and also times the
+// cycles with innodb_flush_log_at_trx_commit=2, set globally and put back;
+// on any other server it runs only if they are already on.
 #include <dlock/dlock.h>
 #include <mysql.h>
 #include <mysqld_error.h>
@@ -914,10 +915,24 @@ void ProfileSection(const Url& u, const std::string& url, int iters) {
                 "    performance_schema=ON; bench/run.sh restarts its throwaway server so for this section)\n");
     return;
   }
-  admin.Query("UPDATE performance_schema.setup_instruments SET ENABLED = 'YES', TIMED = 'YES' "
-              "WHERE NAME LIKE 'stage/%' OR NAME LIKE 'statement/%'");
-  admin.Query("UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' WHERE NAME IN ('global_instrumentation', "
-              "'thread_instrumentation', 'events_stages_current', 'events_statements_current')");
+  const std::string instruments = "performance_schema.setup_instruments";
+  const std::string which_instruments = " WHERE (NAME LIKE 'stage/%' OR NAME LIKE 'statement/%')";
+  const std::string consumers = "performance_schema.setup_consumers";
+  const std::string which_consumers = " WHERE NAME IN ('global_instrumentation', 'thread_instrumentation', "
+                                      "'events_stages_current', 'events_statements_current')";
+  if (std::getenv("DLOCK_BENCH_THROWAWAY") != nullptr) {
+    admin.Query(("UPDATE " + instruments + " SET ENABLED = 'YES', TIMED = 'YES'" + which_instruments).c_str());
+    admin.Query(("UPDATE " + consumers + " SET ENABLED = 'YES'" + which_consumers).c_str());
+  } else if (Rows(admin.handle(), "SELECT (SELECT COUNT(*) FROM " + instruments + which_instruments +
+                                      " AND NOT (ENABLED = 'YES' AND TIMED = 'YES')) + (SELECT COUNT(*) FROM " +
+                                      consumers + which_consumers + " AND ENABLED <> 'YES')")
+                 .at(0).at(0) != "0") {
+    // Someone's server: its instruments are its operator's to set, not ours.
+    std::printf("\n(f) profile: skipped, the server's stage and statement instruments or their consumers\n"
+                "    are off; this section turns them on only on a throwaway server (bench/run.sh\n"
+                "    without DLOCK_URL, which sets DLOCK_BENCH_THROWAWAY=1)\n");
+    return;
+  }
   const std::string admin_thread = ThreadIdOf(admin);
 
   // Each statement of a pair on a connection of its own, so that the

@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=$2; shift ;;
     --procs) procs=$2; shift ;;
     --threads) threads=$2; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) build=$(cd "$1" && pwd) ;;
   esac
   shift
