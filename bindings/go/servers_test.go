@@ -161,12 +161,22 @@ func TestSeveralServersForms(t *testing.T) {
 	defer c.Close()
 	ids := []string{serverID(t, u1), serverID(t, u2)}
 	urls := []string{u1, u2}
-	for i := 0; i < 4; i++ {
+	// Keys until each server has held two (one server could get the first
+	// few by chance, leaving the other's routing unchecked).
+	held := [2]int{}
+	for i := 0; held[0] < 2 || held[1] < 2; i++ {
+		if i == 200 {
+			t.Fatalf("200 keys and still not two on each server: %v", held)
+		}
 		k := fmt.Sprintf("%s:%d", key(t), i)
 		on := 0
 		if rendezvousScore(ids[1], k) > rendezvousScore(ids[0], k) {
 			on = 1
 		}
+		if held[on] == 2 {
+			continue
+		}
+		held[on]++
 		l := newLock(t, c, k, dlock.WithWait(0))
 		if err := l.TryLock(context.Background()); err != nil {
 			t.Fatalf("TryLock %q: %v", k, err)

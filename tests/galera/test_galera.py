@@ -474,6 +474,7 @@ def test_holder_node_isolated_multi_url_keeps_its_lease(cluster: Cluster, key: s
     holder = dlock.connect(cluster.multi_url([3, 1, 2], connect_timeout=2), log_events=False)
     contender = dlock.connect(cluster.url(1))
     alone = dlock.connect(cluster.url(3, connect_timeout=2))
+    t: Optional[threading.Thread] = None
     try:
         h = holder.lock(key, ttl=ttl)
         assert h.acquire(timeout=5)
@@ -493,7 +494,7 @@ def test_holder_node_isolated_multi_url_keeps_its_lease(cluster: Cluster, key: s
                 if err is not None:
                     got["error"], got["at"], got["took"] = err, time.time() - isolated_at, took
 
-        t = threading.Thread(target=on_node3)
+        t = threading.Thread(target=on_node3, daemon=True)  # a hang must not keep pytest
         t.start()
         first_renewal, tries, expires = keeps_its_lease(cluster, holder, h, contender, key, isolated_at, ttl)
         t.join(40)
@@ -511,6 +512,8 @@ def test_holder_node_isolated_multi_url_keeps_its_lease(cluster: Cluster, key: s
               f"node-3-only client: {type(err).__name__} at +{got['at']:.1f} s: {err}")
         h.release()
     finally:
+        if t is not None:  # its calls end within their timeouts
+            t.join(40)
         # Node 3 answers clients throughout: closing is prompt.
         alone.close()
         holder.close()
@@ -543,7 +546,10 @@ def test_quorum_lost_lock_calls_fail_clearly_and_nobody_is_granted(cluster: Clus
     try:
         with c1.lock(key, ttl=15, wait=5) as held:
             before = held.token
-        nodes_frozen.extend([cluster.freeze(2), cluster.freeze(3)])
+        # One at a time: a node frozen before the other's freeze fails is
+        # still recorded, and thawed.
+        nodes_frozen.append(cluster.freeze(2))
+        nodes_frozen.append(cluster.freeze(3))
         frozen_at = time.monotonic()
         results = []
         while time.monotonic() < frozen_at + 20:
