@@ -94,8 +94,11 @@ class Conn : public SqlConn {
   // deadline bounds the whole connect, every node tried included: each node
   // gets connect_timeout or the time left, whichever is less, rounded up to
   // whole seconds (the option's unit), so at least 1 s; the first node is
-  // always tried, the next ones only while time is left. What Conn reads
-  // after the connect (the server's facts) is under read_timeout, not this.
+  // always tried, the next ones only while time is left. Connector/C's
+  // connect_timeout bounds each wait of the handshake, not their sum: a
+  // node that stalls is left at that step, but one that answers every step
+  // just in time may take a few times the budget. What Conn reads after
+  // the connect (the server's facts) is under read_timeout, not this.
   // The default is no deadline: connect_timeout per node.
   static Status Connect(const ClientOptions& opts, std::unique_ptr<Conn>* out,
                         std::chrono::steady_clock::time_point deadline =
