@@ -167,7 +167,8 @@ TEST_CASE("servers: localhost:PORT in a list is 127.0.0.1:PORT; a port-less loca
   CHECK(s.message().find("127.0.0.1:PORT") != std::string::npos);
   // Alone it keeps Connector/C's meaning; with socket= it is that socket.
   CHECK(dlock::ServerIds("mysql://u@localhost/app", none, &ids).ok());
-  REQUIRE(dlock::ServerIds("mysql://u@localhost:3307/app?socket=/tmp/a.sock;mysql://u@127.0.0.1:3307/app",
+  REQUIRE(dlock::ServerIds("mysql://u@localhost:3307/app?socket=/tmp/a.sock;"
+                           "mysql://u@127.0.0.1:3307/app",
                            none, &ids)
               .ok());
   CHECK(ids[0].rfind("unix:/tmp/a.sock/", 0) == 0);
