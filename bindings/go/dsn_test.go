@@ -70,6 +70,46 @@ func TestOpenFromDSNAndJDBCURL(t *testing.T) {
 	}
 }
 
+// mysql://user@localhost:PORT/db is TCP to 127.0.0.1:PORT, as in every
+// language (Connector/C alone would take its default unix socket and drop
+// the port): a lock taken through it excludes the plain client's.
+func TestOpenLocalhostWithPortIsTCP(t *testing.T) {
+	u, err := url.Parse(dbURL(t))
+	if err != nil {
+		t.Fatalf("DLOCK_URL: %v", err)
+	}
+	if u.Hostname() != "127.0.0.1" || u.Port() == "" {
+		t.Skip("needs a server at 127.0.0.1:PORT")
+	}
+	local := *u
+	local.Host = "localhost:" + u.Port()
+	c, err := dlock.Open(local.String(), dlock.WithPool(2))
+	if err != nil {
+		t.Fatalf("Open(localhost:%s): %v", u.Port(), err)
+	}
+	t.Cleanup(func() { c.Close() }) // after the locks' Close (LIFO)
+	plain := open(t)
+	k := key(t)
+	mine := newLock(t, c, k, dlock.WithWait(0))
+	theirs := newLock(t, plain, k, dlock.WithWait(0))
+	ctx := context.Background()
+	if err := mine.TryLock(ctx); err != nil {
+		t.Fatalf("TryLock through localhost:%s: %v", u.Port(), err)
+	}
+	if err := theirs.TryLock(ctx); !errors.Is(err, dlock.ErrBusy) {
+		t.Fatalf("the 127.0.0.1 client took a lock the localhost client holds: %v", err)
+	}
+	if err := mine.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing listens on port 1: the failure is a TCP connect to 127.0.0.1.
+	_, err = dlock.Open("mysql://u@localhost:1/db", dlock.WithOption("connect_timeout", "2"))
+	if !errors.Is(err, dlock.ErrConnect) || !strings.Contains(err.Error(), "127.0.0.1") ||
+		strings.Contains(err.Error(), "socket") {
+		t.Fatalf("Open(localhost:1): %v, want ErrConnect to 127.0.0.1", err)
+	}
+}
+
 func TestDSNErrorsNameParametersNotPasswords(t *testing.T) {
 	const secret = "S3cretPw-q7x"
 	_, err := dlock.Open("app:" + secret + "@tcp(127.0.0.1:1)/db?parseTime=true&fooBar=1&zap=2")

@@ -148,9 +148,10 @@ func TestSeveralServers(t *testing.T) {
 }
 
 // Every binding reads the same list as the core splits it: SQLAlchemy's
-// mysql+DRIVER:// and schemes in any case start a server's URL, a lone
-// localhost in a list and an events= that differs between servers are
-// refused with the core's messages.
+// mysql+DRIVER:// and schemes in any case start a server's URL; a
+// port-less localhost in a list (the default unix socket), one server
+// under two spellings (localhost:PORT is 127.0.0.1:PORT) and an events=
+// that differs between servers are refused with the core's messages.
 func TestSeveralServersForms(t *testing.T) {
 	u1, u2 := dbURL(t), secondURL(t)
 	rest := func(u string) string { return u[strings.Index(u, "://")+3:] }
@@ -189,8 +190,10 @@ func TestSeveralServersForms(t *testing.T) {
 		}
 	}
 	for _, bad := range []struct{ url, want string }{
-		{"mysql://root@127.0.0.1:1/app;mysql://root@localhost:2/app",
-			"server 2 of 2 in the URL: host localhost is the default unix socket"},
+		{"mysql://root@127.0.0.1:1/app;mysql://root@localhost/app",
+			"server 2 of 2 in the URL: host localhost without a port is the default unix socket"},
+		{"mysql://root@127.0.0.1:1/app;mysql://root@localhost:1/app",
+			"servers 1 and 2 are the same server (127.0.0.1:1/app?"},
 		{"mysql://root@127.0.0.1:1/app?events=64;mysql://root@127.0.0.1:2/app",
 			"server 2 of 2 in the URL: events=1024, but server 1 has events=64"},
 	} {

@@ -346,11 +346,18 @@ Status ParsePort(const std::string& text, const std::string& rest, unsigned* por
   return Status::OK();
 }
 
+// Connector/C's word for "the default unix socket, the port ignored"
+// (compared without regard to case, as host names are).
+bool IsLocalhost(const std::string& host) {
+  return host.size() == 9 && strncasecmp(host.c_str(), "localhost", 9) == 0;
+}
+
 // host[:port], host as a name, an address or [v6]; port stays as it is
-// when none is given.
+// when none is given (*port_given says which, when not null).
 Status ParseHostPort(const std::string& hostport, const std::string& rest, std::string* host,
-                     unsigned* port) {
+                     unsigned* port, bool* port_given = nullptr) {
   Status s;
+  if (port_given != nullptr) *port_given = false;
   if (!hostport.empty() && hostport[0] == '[') {  // [v6]:port
     size_t close = hostport.find(']');
     if (close == std::string::npos) return Status::Invalid("URL: unclosed '[' in host");
@@ -360,6 +367,7 @@ Status ParseHostPort(const std::string& hostport, const std::string& rest, std::
     if (!after.empty()) {
       if (after[0] != ':') return Status::Invalid("URL: junk after ']' in host");
       if (!(s = ParsePort(after.substr(1), rest, port)).ok()) return s;
+      if (port_given != nullptr) *port_given = true;
     }
   } else {
     size_t colon = hostport.rfind(':');
@@ -372,6 +380,7 @@ Status ParseHostPort(const std::string& hostport, const std::string& rest, std::
     if (!(s = PercentDecode(hostport.substr(0, colon), "host", host)).ok()) return s;
     if (colon != std::string::npos) {
       if (!(s = ParsePort(hostport.substr(colon + 1), rest, port)).ok()) return s;
+      if (port_given != nullptr) *port_given = true;
     }
   }
   if (host->empty()) *host = "127.0.0.1";
@@ -381,11 +390,14 @@ Status ParseHostPort(const std::string& hostport, const std::string& rest, std::
 constexpr size_t kMaxNodes = 16;
 
 // user[:password]@host[:port][,host[:port]...], host as a name, an address or [v6].
+// *port_given: one address whose port is written.
 //
 // No message here shows any part of the authority: after a typo, any of it
 // may be the password. A typo that still parses is refused when it would put
 // the password where messages show it (the host, the user name).
-Status ParseAuthority(const std::string& authority, const std::string& rest, ClientOptions* o) {
+Status ParseAuthority(const std::string& authority, const std::string& rest, ClientOptions* o,
+                      bool* port_given) {
+  *port_given = false;
   Status s;
   size_t at = authority.rfind('@');
   std::string hostport = authority;
@@ -409,7 +421,7 @@ Status ParseAuthority(const std::string& authority, const std::string& rest, Cli
   // h1:p1,h2:p2,...: several nodes (a Galera cluster), each with its own
   // port (3306 when it has none). A ',' cannot be in a host name.
   if (hostport.find(',') == std::string::npos)
-    return ParseHostPort(hostport, rest, &o->host, &o->port);
+    return ParseHostPort(hostport, rest, &o->host, &o->port, port_given);
   size_t pos = 0;
   for (;;) {
     size_t comma = hostport.find(',', pos);
@@ -421,7 +433,7 @@ Status ParseAuthority(const std::string& authority, const std::string& rest, Cli
     // Connector/C takes "localhost" as its unix socket and ignores the port:
     // every node of a list would be the same server. A list names nodes by
     // port, so localhost in it means TCP.
-    if (n.host.size() == 9 && strncasecmp(n.host.c_str(), "localhost", 9) == 0) n.host = "127.0.0.1";
+    if (IsLocalhost(n.host)) n.host = "127.0.0.1";
     o->nodes.push_back(std::move(n));
     if (o->nodes.size() > kMaxNodes)
       return Status::Invalid("URL: more than " + std::to_string(kMaxNodes) + " hosts in the host list");
@@ -531,10 +543,16 @@ Status ParseMysqlUrl(const std::string& rest, ClientOptions* out) {
   if (path.find(':', slash) != std::string::npos)
     return ShapeError(rest, "URL: the database name contains ':' (is user:password@host "
                             "misplaced? write a ':' in a database name as %3A)");
-  if (!(s = ParseAuthority(path.substr(0, slash), rest, &o)).ok()) return s;
+  bool port_given = false;
+  if (!(s = ParseAuthority(path.substr(0, slash), rest, &o, &port_given)).ok()) return s;
   if (!(s = ApplyQuery(query, &o)).ok()) return s;
   if (!o.nodes.empty() && !o.socket.empty())
     return Status::Invalid("URL: socket= names one server; it cannot go with a list of hosts");
+  // localhost:PORT is TCP to 127.0.0.1:PORT: Connector/C would take the host
+  // localhost as its default unix socket and ignore the written port, and a
+  // URL must name one server in every language (the bindings pass it as it
+  // is). localhost without a port keeps meaning that socket; socket= wins.
+  if (port_given && o.socket.empty() && IsLocalhost(o.host)) o.host = "127.0.0.1";
   *out = std::move(o);
   return Status::OK();
 }
@@ -964,7 +982,7 @@ Status ApplyGoParams(const std::string& query, ClientOptions* o) {
 // Connector/C takes the host "localhost" as its default unix socket and
 // ignores the port; a DSN's tcp(localhost:3306) and a JDBC URL mean TCP.
 void TcpMeansTcp(ClientOptions* o) {
-  if (o->socket.empty() && Lower(o->host) == "localhost") o->host = "127.0.0.1";
+  if (o->socket.empty() && IsLocalhost(o->host)) o->host = "127.0.0.1";
 }
 
 // [user[:password]@][tcp[(address)]|unix[(path)]]/database[?params], as

@@ -102,7 +102,9 @@ enum class UrlForm { kNone, kMysql, kJdbc };
 UrlForm ServerUrlForm(const std::string& url, size_t pos, size_t* scheme_len = nullptr);
 
 // Parses mysql://user[:password]@host[:port]/database[?k=v&...] (the forms
-// of ServerUrlForm's kMysql), a go-sql-driver DSN
+// of ServerUrlForm's kMysql; host localhost with a port is 127.0.0.1 at that
+// port unless socket= is given, localhost without one stays Connector/C's
+// default unix socket), a go-sql-driver DSN
 // (user:password@tcp(host:port)/database?..) or a jdbc:mysql:// /
 // jdbc:mariadb:// URL; then DLOCK_PASSWORD fills in a missing password.
 // A URL naming several servers (SplitServerUrls, core.hpp) is kInvalid here:
@@ -119,8 +121,8 @@ struct ServerSpec {
   std::string id;
 };
 // Every server of url (SplitServerUrls), each parsed once, and the list
-// checked: at most kMaxServers, no server twice, no lone localhost in a list
-// (it is the unix socket whatever the port), and the client-wide options
+// checked: at most kMaxServers, no server twice, no port-less localhost in a
+// list (it is the default unix socket), and the client-wide options
 // (events: a client over several servers has one event queue) the same on
 // every server. An error about one server of several names its place
 // (ServerError); a URL naming one server gets its parser's error as it is.

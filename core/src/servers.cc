@@ -155,16 +155,17 @@ Status ParseServers(const std::string& url, const Config& cfg, std::vector<Serve
     one.url = std::move(urls[i]);
     Status s = ParseServer(one.url, cfg, &one.options);
     if (!s.ok()) return n == 1 ? s : ServerError(i, n, "", s);
-    // Connector/C takes a lone host "localhost" as its default unix socket,
-    // port ignored, while other spellings (127.0.0.1:PORT, the bindings'
-    // own rewriting) reach the port: one server under two identities, and
-    // clients given the same list would place a key differently. Refused.
+    // localhost:PORT was read as 127.0.0.1:PORT (ParseUrl); a host still
+    // "localhost" is the port-less one, Connector/C's default unix socket:
+    // most often the server that 127.0.0.1:3306 also reaches, under another
+    // identity, and clients given the two spellings would place a key
+    // differently. Refused.
     const ClientOptions& o = one.options;
     if (n > 1 && o.socket.empty() && o.nodes.empty() && LowerAscii(o.host) == "localhost")
       return ServerError(i, n, "",
-                         Status::Invalid("host localhost is the default unix socket whatever the "
-                                         "port; in a list of servers write 127.0.0.1:PORT, or "
-                                         "?socket=PATH"));
+                         Status::Invalid("host localhost without a port is the default unix "
+                                         "socket; in a list of servers write localhost:PORT or "
+                                         "127.0.0.1:PORT (TCP), or ?socket=PATH"));
     one.id = ServerIdentity(o);
     for (size_t j = 0; j < i; ++j)
       if (servers[j].id == one.id)

@@ -97,15 +97,16 @@ def connect(url: str, **options: Any) -> "Client":
     ``max_hold_ms``, ``wakeup``, ...) become its locks' defaults. In seconds:
     ``ttl``, ``max_hold``, ``cleanup_interval``, ``cleanup_grace``.
 
-    Also accepted: ``mariadb://``, SQLAlchemy's ``mysql+pymysql://`` (any
-    ``+driver``; schemes in any case), and in a URL naming one server
-    ``localhost`` with a port, which means TCP to that port (without a port,
-    ``localhost`` is the local unix socket).
+    Also accepted: ``mariadb://`` and SQLAlchemy's ``mysql+pymysql://`` (any
+    ``+driver``; schemes in any case). ``localhost`` with a port means TCP
+    to that port on 127.0.0.1, as in every language; without a port it is
+    the local unix socket (``?socket=/path`` names another one).
     Several independent servers: their URLs joined by ``;``
     (``mysql://app@db1/app;mysql://app@db2/app``); each key lives on one of
     them, chosen by a stable hash (README, Topologies). Every client must list
-    the same servers (in any order); ``localhost`` is refused there (write
-    ``127.0.0.1:PORT``), and ``?events=`` must be the same on every server.
+    the same servers (in any order); a port-less ``localhost`` is refused
+    there (write ``localhost:PORT`` or ``127.0.0.1:PORT``), and ``?events=``
+    must be the same on every server.
     The client's events (lost leases and max-hold trips at CRITICAL, renewal
     retries at WARNING, cleanup at DEBUG) go to the ``dlock`` logger, each
     record carrying the event as ``record.dlock_event``;
@@ -131,7 +132,7 @@ class Client:
             raise TypeError(f"url must be a str (mysql://user@host:port/database), not {type(url).__name__}")
         _convert.check_conflicts(options)
         self._options = _convert.options(options)
-        self._url = _convert.normalize_url(url)  # kept for a forked child; never shown (repr is redacted)
+        self._url = url  # read by the core alone; kept for a forked child; never shown (repr is redacted)
         self._where = _convert.redact(self._url)
         self._mu = threading.Lock()
         self._pid = os.getpid()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import os
-import re
 import uuid
 from decimal import Decimal
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
@@ -115,41 +114,6 @@ def key_from_core(raw: bytes) -> Key:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return raw
-
-
-# -- URLs as users write them ------------------------------------------------
-
-# A URL the core reads as mysql:// reads it (any case, with or without
-# SQLAlchemy's +driver), or a JDBC URL; nothing else is rewritten here.
-_URL_SCHEME = re.compile(r"(?:jdbc:)?(?:mysql|mariadb)(?:\+[A-Za-z0-9_]+)?://", re.IGNORECASE)
-
-
-def normalize_url(url: str) -> str:
-    """The URL the core takes, from the forms users write.
-
-    The core reads every scheme (``mysql+pymysql://``, ``mariadb://``, any
-    case) and splits a URL naming several servers (joined by ``;``); this
-    only adds Python's rule for a URL naming one server: ``localhost``
-    *with a port* means TCP to that port on the loopback (127.0.0.1):
-    Connector/C would otherwise take ``localhost`` as "the default unix
-    socket" and ignore the port, which fails in containers. Without a port,
-    ``localhost`` keeps meaning the local socket. In a list of servers
-    nothing is rewritten: the core refuses ``localhost`` there, as it does
-    for every language.
-    """
-    from . import _core
-
-    if len(_core.server_urls(url)) > 1 or not _URL_SCHEME.match(url):
-        return url
-    scheme, _, rest = url.partition("://")
-    slash = rest.find("/")
-    authority, tail = (rest, "") if slash < 0 else (rest[:slash], rest[slash:])
-    at = authority.rfind("@")
-    userinfo, hostport = (authority[: at + 1], authority[at + 1 :]) if at >= 0 else ("", authority)
-    host, colon, port = hostport.rpartition(":")
-    if colon and host.lower() == "localhost" and port:
-        hostport = f"127.0.0.1:{port}"
-    return f"{scheme}://{userinfo}{hostport}{tail}"
 
 
 def check_conflicts(opts: Mapping[str, Any]) -> None:

@@ -558,9 +558,11 @@ static int has_control(const char *m) {
  * a lock it holds is busy for a client of the mysql:// URL. */
 static void test_dsn_forms(dlock_client *client) {
   struct url_parts up;
-  char dsn[1400], jdbc[1400], bad[1400], k[128];
-  const char *forms[2];
+  char dsn[1400], jdbc[1400], local[1400], bad[1400], k[128];
+  const char *forms[3];
+  const char *names[3] = {"dsn", "jdbc", "localhost"};
   const char *query;
+  size_t nforms = 2;
   const char *secret = "Secr3tPassw0rd-do-not-print";
   dlock_error err;
   dlock_client *none = NULL;
@@ -578,14 +580,24 @@ static void test_dsn_forms(dlock_client *client) {
            up.hostport, up.rest, query ? "&" : "?", up.user);
   forms[0] = dsn;
   forms[1] = jdbc;
-  for (i = 0; i < 2; ++i) {
+  /* mysql://user@localhost:PORT/db: TCP to 127.0.0.1:PORT in every language
+   * (Connector/C alone would take its default unix socket): the lock taken
+   * through it must exclude the fixture client's, on the same server. */
+  if (strncmp(up.hostport, "127.0.0.1:", 10) == 0) {
+    snprintf(local, sizeof local, "%s://%s%slocalhost:%s%s", up.scheme, up.user,
+             up.user[0] ? "@" : "", up.hostport + 10, up.rest);
+    forms[nforms++] = local;
+  } else {
+    printf("  (dsn_forms: localhost:PORT skipped, the server is not 127.0.0.1:PORT)\n");
+  }
+  for (i = 0; i < nforms; ++i) {
     dlock_client *c = open_client(forms[i], NULL);
     dlock_lock *mine, *theirs;
     if (c == NULL) {
       CHECK(0, "could not open a client from \"%s\"", forms[i]);
       continue;
     }
-    key(k, sizeof k, i == 0 ? "dsn" : "jdbc");
+    key(k, sizeof k, names[i]);
     mine = open_lock(c, k, NULL, NULL);
     theirs = open_lock(client, k, NULL, NULL);
     if (mine != NULL && theirs != NULL && EXPECT(dlock_try(mine, 0, E), DLOCK_OK)) {
@@ -608,6 +620,12 @@ static void test_dsn_forms(dlock_client *client) {
   EXPECT(dlock_client_open(&none, bad, NULL, junk(&err)), DLOCK_E_CONNECT);
   CHECK(none == NULL, "a failed open left a client");
   CHECK(strstr(err.message, "Secr3t") == NULL, "the JDBC URL's password in: %s", msg_of(&err));
+  /* Nothing listens on port 1: the failure is a TCP connect to 127.0.0.1,
+   * never the default unix socket's. */
+  EXPECT(dlock_client_open(&none, "mysql://u@localhost:1/db?connect_timeout=2", NULL, junk(&err)),
+         DLOCK_E_CONNECT);
+  CHECK(strstr(err.message, "127.0.0.1") != NULL && strstr(err.message, "socket") == NULL,
+        "localhost:1 did not mean TCP to 127.0.0.1:1: %s", msg_of(&err));
 }
 
 static void test_messages(dlock_client *client) {

@@ -103,7 +103,9 @@ TEST_CASE("DSN: user, password, address, database") {
   CHECK(o.host == "127.0.0.1");
   CHECK(o.port == 3307u);
   CHECK(Parsed("jdbc:mysql://localhost/d").host == "127.0.0.1");
-  CHECK(Parsed("mysql://localhost/d").host == "localhost");  // mysql:// keeps Connector/C's meaning
+  CHECK(Parsed("jdbc:mysql://localhost:3307/d").host == "127.0.0.1");
+  CHECK(Parsed("mysql://localhost/d").host == "localhost");  // no port: Connector/C's socket
+  CHECK(Parsed("mysql://localhost:3307/d").host == "127.0.0.1");  // a port: TCP, as above
   o = Parsed("u@tcp4(h:1)/d");
   CHECK(o.host == "h");
   CHECK(o.port == 1u);

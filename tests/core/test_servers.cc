@@ -141,18 +141,37 @@ TEST_CASE("a URL of several servers without its passwords") {
   CHECK(out == "mysql://u@h1/db;mysql://v@h2:3307/db?pool=2");
 }
 
-TEST_CASE("servers: localhost in a list of servers is refused (it is the unix socket, ports ignored)") {
+TEST_CASE("servers: localhost:PORT in a list is 127.0.0.1:PORT; a port-less localhost is refused") {
   std::vector<std::string> ids;
   dlock::Config none;
-  dlock::Status s = dlock::ServerIds("mysql://u@localhost:3307/app;mysql://u@127.0.0.1:3308/app",
+  // With a port, localhost is TCP: the server 127.0.0.1:PORT, one identity
+  // for both spellings.
+  REQUIRE(dlock::ServerIds("mysql://u@localhost:3307/app;mysql://u@127.0.0.1:3308/app", none, &ids)
+              .ok());
+  REQUIRE(ids.size() == 2u);
+  CHECK(ids[0] == "127.0.0.1:3307/app?table=distributed_lock&row_table=fixed_lock");
+  std::vector<std::string> plain;
+  REQUIRE(dlock::ServerIds("mysql://u@127.0.0.1:3307/app", none, &plain).ok());
+  REQUIRE(dlock::ServerIds("mysql://u@LOCALHOST:3307/app", none, &ids).ok());
+  CHECK(ids == plain);
+  dlock::Status s = dlock::ServerIds("mysql://u@localhost:3307/app;mysql://u@127.0.0.1:3307/app",
                                      none, &ids);
   CHECK(s.code() == dlock::Code::kInvalid);
+  CHECK(s.message().find("servers 1 and 2 are the same server") != std::string::npos);
+  // Without a port it is the default unix socket: refused in a list.
+  s = dlock::ServerIds("mysql://u@localhost/app;mysql://u@127.0.0.1:3308/app", none, &ids);
+  CHECK(s.code() == dlock::Code::kInvalid);
   CHECK(s.message().find("server 1 of 2") != std::string::npos);
+  CHECK(s.message().find("localhost without a port is the default unix socket") !=
+        std::string::npos);
   CHECK(s.message().find("127.0.0.1:PORT") != std::string::npos);
-  // One server alone keeps Connector/C's meaning; a list names 127.0.0.1.
-  CHECK(dlock::ServerIds("mysql://u@localhost:3307/app", none, &ids).ok());
-  CHECK(dlock::ServerIds("mysql://u@127.0.0.1:3307/app;mysql://u@127.0.0.1:3308/app", none, &ids)
-            .ok());
+  // Alone it keeps Connector/C's meaning; with socket= it is that socket.
+  CHECK(dlock::ServerIds("mysql://u@localhost/app", none, &ids).ok());
+  REQUIRE(dlock::ServerIds("mysql://u@localhost:3307/app?socket=/tmp/a.sock;"
+                           "mysql://u@127.0.0.1:3307/app",
+                           none, &ids)
+              .ok());
+  CHECK(ids[0].rfind("unix:/tmp/a.sock/", 0) == 0);
 }
 
 TEST_CASE("server URLs: mysql+DRIVER:// and schemes in any case; a DSN's raw password never splits") {

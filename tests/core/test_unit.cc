@@ -114,7 +114,25 @@ TEST_CASE("ParseUrl: several hosts (a Galera cluster), each with its own port") 
   CHECK(o.nodes[1].host == "127.0.0.1");
   CHECK(o.nodes[1].port == 3312u);
   CHECK(o.host == "127.0.0.1");
-  CHECK(MustParse("mysql://u@localhost:3311/app").host == "localhost");  // one address: as ever
+  // One address: localhost with a port is TCP to that port, as in a list,
+  // a DSN and a JDBC URL (the same URL means the same server in every
+  // language); without a port it stays Connector/C's default unix socket;
+  // socket= wins.
+  o = MustParse("mysql://u@localhost:3311/app");
+  CHECK(o.host == "127.0.0.1");
+  CHECK(o.port == 3311u);
+  CHECK(o.socket.empty());
+  CHECK(MustParse("mariadb+mariadbconnector://u@LocalHost:3311/app").host == "127.0.0.1");
+  CHECK(MustParse("mysql://u@localhost:3306/app").host == "127.0.0.1");  // the default, written
+  o = MustParse("mysql://u@localhost/app");
+  CHECK(o.host == "localhost");
+  CHECK(o.port == 3306u);
+  o = MustParse("mysql://u@localhost:3311/app?socket=/tmp/s.sock");
+  CHECK(o.host == "localhost");
+  CHECK(o.socket == "/tmp/s.sock");
+  CHECK(o.Where() == "/tmp/s.sock/app");
+  CHECK(MustParse("mysql://u@localhost.example:3311/app").host == "localhost.example");
+  CHECK(MustParse("mysql://u@[localhost]:3311/app").host == "127.0.0.1");
 
   for (const char* bad : {"mysql://u@db1:3311,,db2:3312/app", "mysql://u@db1:3311,/app",
                           "mysql://u@,db2/app", "mysql://u@db1:x,db2:3312/app",

@@ -319,14 +319,24 @@ def test_url_forms(db_url: str, key: str) -> None:
     if u.hostname not in ("127.0.0.1", "localhost") or not u.port:
         pytest.skip("needs a server on the loopback with a port")
     auth = db_url.split("://", 1)[1].split("@", 1)[0] + "@" if "@" in db_url else ""
-    for url in (f"mysql://{auth}localhost:{u.port}{u.path}",  # TCP to that port, not the socket
+    other = dlock.connect(f"mysql://{auth}127.0.0.1:{u.port}{u.path}")
+    # localhost with a port is TCP to that port (the core's rule, as in every
+    # language), not Connector/C's default socket: the same server as
+    # 127.0.0.1:PORT, so a lock taken through it excludes the other's.
+    for url in (f"mysql://{auth}localhost:{u.port}{u.path}",
                 f"mariadb://{auth}127.0.0.1:{u.port}{u.path}",
-                f"mysql+pymysql://{auth}localhost:{u.port}{u.path}"):
+                f"mysql+pymysql://{auth}LocalHost:{u.port}{u.path}"):
         c = dlock.connect(url)
         with c.lock(key, wait=5) as held:
             assert held.token > 0
-        assert "localhost" not in repr(c) and (not u.password or u.password not in repr(c))
+            assert not other.lock(key).acquire(blocking=False)
+        assert not u.password or u.password not in repr(c)
         c.close()
+    other.close()
+    # Nothing listens on port 1: the failure is a TCP connect to 127.0.0.1.
+    with pytest.raises(dlock.ConnectionError) as e:
+        dlock.connect("mysql://u@localhost:1/db", connect_timeout=2)
+    assert "127.0.0.1" in str(e.value) and "socket" not in str(e.value)
 
 
 def test_conflicting_options_are_an_error(client: dlock.Client, key: str, db_url: str) -> None:

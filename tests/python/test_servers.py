@@ -89,17 +89,21 @@ def test_split_is_the_core_s() -> None:
     assert _core.server_urls("mysql://u@h/db") == ["mysql://u@h/db"]
 
 
-def test_localhost_in_a_list_is_refused_as_the_core_refuses_it() -> None:
-    # Python's "localhost with a port is TCP" applies to a URL naming one
-    # server; in a list the core's rule holds, with the core's message (no
-    # server is contacted: the list is checked first).
+def test_localhost_in_a_list_follows_the_core_rule() -> None:
+    # localhost:PORT is 127.0.0.1:PORT (the core's rule, in every language):
+    # the same server under two spellings is one server listed twice. A
+    # port-less localhost is the default unix socket: refused in a list. No
+    # server is contacted: the list is checked first.
+    with pytest.raises(dlock.InvalidArgument, match=r"servers 1 and 2 are the same server "
+                                                    r"\(127\.0\.0\.1:3307/app\?"):
+        dlock.connect("mysql+pymysql://root@localhost:3307/app;mysql://root@127.0.0.1:3307/app")
     with pytest.raises(dlock.InvalidArgument) as e:
-        dlock.connect("mysql+pymysql://root@localhost:3307/app;mysql://root@127.0.0.1:3308/app")
-    assert str(e.value).startswith("server 1 of 2 in the URL: host localhost is the default unix "
-                                   "socket whatever the port; in a list of servers write "
-                                   "127.0.0.1:PORT")
+        dlock.connect("mysql+pymysql://root@localhost/app;mysql://root@127.0.0.1:3308/app")
+    assert str(e.value).startswith("server 1 of 2 in the URL: host localhost without a port is "
+                                   "the default unix socket; in a list of servers write "
+                                   "localhost:PORT or 127.0.0.1:PORT")
     with pytest.raises(dlock.InvalidArgument, match="server 2 of 2 in the URL: host localhost"):
-        dlock.connect("mysql://root@127.0.0.1:3307/app;MYSQL://root@LocalHost:3308/app")
+        dlock.connect("mysql://root@127.0.0.1:3307/app;MYSQL://root@LocalHost/app")
 
 
 def test_events_must_agree_between_servers() -> None:

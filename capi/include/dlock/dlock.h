@@ -213,7 +213,10 @@ typedef struct dlock_client dlock_client;
  * (percent-decoded; the password may instead come from the environment
  * variable DLOCK_PASSWORD), also mariadb:// and SQLAlchemy's
  * mysql+DRIVER:// / mariadb+DRIVER:// (the driver is ignored); schemes
- * without regard to case. A URL error never quotes the user:password@host
+ * without regard to case. Host localhost with a port (localhost:3307) means
+ * TCP to 127.0.0.1 at that port, in every language; localhost without a
+ * port is Connector/C's default unix socket; socket= wins over both.
+ * A URL error never quotes the user:password@host
  * part: it says what is wrong. Shapes that would put a password where
  * messages show it are refused (DLOCK_E_INVALID): a host with a ':' outside
  * [brackets] (the '@' forgotten), a user name with a raw '@', a raw ':' in
@@ -287,7 +290,9 @@ typedef struct dlock_client dlock_client;
  *       Topologies; dlock_client_server_of), and every call on a lock goes
  *       to that server only: exclusion and fencing tokens are per key.
  *       Every client must list the same servers (in any order), or two
- *       clients may hold one key at once. A server listed twice is
+ *       clients may hold one key at once. A server listed twice (also
+ *       under two spellings: localhost:3307 and 127.0.0.1:3307) and a
+ *       port-less localhost (the default unix socket) are
  *       DLOCK_E_INVALID; open connects to every server (an error names the
  *       one that failed); dlock_client_init_schema and
  *       dlock_client_cleanup act on each, dlock_client_counter sums them,

@@ -123,8 +123,9 @@ size_t RendezvousPick(const std::vector<std::string>& server_ids, const std::str
 // nodes of a multi-host URL sorted, host names in lower case, or unix:path),
 // then /database?table=..&row_table=.. (cfg's values win over the URL's, as
 // in Client::Open); never the user or the password. kInvalid for a server
-// that does not parse (naming its place), a server listed twice, a lone
-// localhost in a list, or servers whose client-wide option (events: the
+// that does not parse (naming its place), a server listed twice, a
+// port-less localhost in a list (the default unix socket; localhost:PORT is
+// 127.0.0.1:PORT), or servers whose client-wide option (events: the
 // client has one event queue) differs.
 Status ServerIds(const std::string& url, const Config& cfg, std::vector<std::string>* out);
 

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.net.URI;
 import java.net.URLDecoder;
@@ -59,6 +60,37 @@ class DsnTest {
         }
       }
     }
+  }
+
+  /**
+   * mysql://user@localhost:PORT/db is TCP to 127.0.0.1:PORT, as in every language (Connector/C
+   * alone would take its default unix socket and drop the port): the same server as the plain
+   * client's, so a lock taken through it excludes that client's.
+   */
+  @Test
+  void localhostWithAPortIsTcpToThatPort() {
+    String url = TestDb.url();
+    String prefix = url.substring(0, url.indexOf("://") + 3);
+    String rest = url.substring(prefix.length());
+    int at = rest.lastIndexOf('@', rest.indexOf('/'));
+    String hostPort = rest.substring(at + 1, rest.indexOf('/'));
+    assumeTrue(hostPort.startsWith("127.0.0.1:"), "needs a server at 127.0.0.1:PORT");
+    String local = prefix + rest.substring(0, at + 1) + "localhost" + hostPort.substring(9)
+        + rest.substring(rest.indexOf('/'));
+    String key = TestDb.key("localhost-port");
+    try (DLockClient plain = DLockClient.open(url);
+        DLockClient c = DLockClient.open(local, Map.of("pool", "2"));
+        DLock mine = c.newLock(key);
+        DLock theirs = plain.newLock(key)) {
+      assertTrue(mine.tryLock());
+      assertFalse(theirs.tryLock());
+      mine.unlock();
+    }
+    // Nothing listens on port 1: the failure is a TCP connect to 127.0.0.1.
+    ConnectionException e = assertThrows(ConnectionException.class, () ->
+        DLockClient.open("mysql://u@localhost:1/db", Map.of("connect_timeout", "2")).close());
+    assertTrue(e.getMessage().contains("127.0.0.1") && !e.getMessage().contains("socket"),
+        e.getMessage());
   }
 
   @Test
