@@ -121,7 +121,13 @@ std::string ClientImpl::NewOwner() {
 
 Status ClientImpl::GetConn(Clock::time_point deadline, PooledConn* out,
                            const std::function<bool()>& stop, ConnectBy by) {
-  auto floor = Clock::now() + kPoolGrace;
+  return GetConn(deadline, out, stop, by, Clock::now());
+}
+
+Status ClientImpl::GetConn(Clock::time_point deadline, PooledConn* out,
+                           const std::function<bool()>& stop, ConnectBy by,
+                           Clock::time_point now) {
+  auto floor = now + kPoolGrace;
   if (deadline < floor) deadline = floor;
   return pool_.Get(deadline, by == ConnectBy::kWait ? deadline : Clock::time_point::max(), out,
                    stop);

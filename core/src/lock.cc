@@ -319,7 +319,9 @@ bool LockImpl::IsHolderLocked() const {
 
 LockState LockImpl::StateLocked() const {
   WatchSessionLocked();
-  if (state_ == LockState::kHeld && Clock::now() >= deadline_)
+  // A hold without expiry (a row lock: deadline_ is max) needs no clock.
+  if (state_ == LockState::kHeld && deadline_ != Clock::time_point::max() &&
+      Clock::now() >= deadline_)
     return LockState::kLost;
   return state_;
 }
@@ -470,7 +472,7 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
   CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
   const auto start = Clock::now();
-  const auto deadline = WaitDeadline(wait_ms);  // wait_ms < 0: no limit
+  const auto deadline = WaitDeadline(wait_ms, start);  // wait_ms < 0: no limit
   // Cancels after the caller's mark count, even one that came before this
   // call began (bindings take the mark before they arm their cancel).
   const CancelToken cancel{&me.cancel_seq, cancel_mark ? *cancel_mark : me.cancel_seq.load()};
@@ -503,8 +505,10 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
     }
     s = CancelledStatus(Name());
   }
+  const auto done = Clock::now();
   k.wait_ms.fetch_add(static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count()));
+      std::chrono::duration_cast<std::chrono::milliseconds>(done - start).count()));
+  if (s.ok() && grant.acquired_at == Clock::time_point{}) grant.acquired_at = done;
   Settle(me, s, grant);
   if (s.ok() && opts_.transaction && !scheme_->hold_is_transaction()) {
     // Acquire + begin as one step: the caller never holds a lock whose

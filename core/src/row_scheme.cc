@@ -59,12 +59,13 @@ class RowScheme final : public Scheme {
   // Takes the row lock on a connection in a fresh transaction.
   Status Take(Clock::time_point deadline, CancelToken cancel);
   // The statement that waits for the row at most what is left (sliced).
-  const std::string& TakeSql(Clock::time_point deadline) const;
+  // expired: the deadline was seen passed already (no clock read needed).
+  const std::string& TakeSql(Clock::time_point deadline, bool expired) const;
   // Where the dialect bounds a wait by the session (RowSql::sliced empty):
   // the next statement, after setting the session's wait when it must
   // change. *poll: a NOWAIT the caller follows with a pause when refused.
-  Status SessionTakeSql(Conn& conn, Clock::time_point deadline, bool first, int* session_wait_s,
-                        const std::string** sql, bool* poll);
+  Status SessionTakeSql(Conn& conn, Clock::time_point deadline, bool expired, bool first,
+                        int* session_wait_s, const std::string** sql, bool* poll);
   // Gives the session its own lock wait back (a failure leaves it to the
   // pool's reset).
   Status RestoreWait(Conn& conn, int* session_wait_s);
@@ -89,15 +90,21 @@ Status RowScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Grant*
   if (!s.ok()) return s;
   out->owner = c_->NewOwner();
   out->fence = 0;  // a row lock is its transaction: no token (see dlock.h)
-  out->acquired_at = Clock::now();
+  // acquired_at left to the lock (its own clock read as Try ends).
   out->deadline = Clock::time_point::max();
   dirty_ = false;
   return s;
 }
 
-const std::string& RowScheme::TakeSql(Clock::time_point deadline) const {
-  const int64_t left_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+// What is left of a wait, in ms; with expired (the deadline was seen
+// passed: the clock only goes on) without reading the clock.
+int64_t LeftMs(Clock::time_point deadline, bool expired) {
+  if (expired) return 0;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+}
+
+const std::string& RowScheme::TakeSql(Clock::time_point deadline, bool expired) const {
+  const int64_t left_ms = LeftMs(deadline, expired);
   if (left_ms <= 0) return c_->sql().row.nowait;
   // The largest slice that fits what is left and stays well inside the
   // read timeout; at least the smallest slice.
@@ -107,11 +114,11 @@ const std::string& RowScheme::TakeSql(Clock::time_point deadline) const {
   return c_->sql().row.sliced[i];
 }
 
-Status RowScheme::SessionTakeSql(Conn& conn, Clock::time_point deadline, bool first,
-                                 int* session_wait_s, const std::string** sql, bool* poll) {
+Status RowScheme::SessionTakeSql(Conn& conn, Clock::time_point deadline, bool expired,
+                                 bool first, int* session_wait_s, const std::string** sql,
+                                 bool* poll) {
   const RowSql& rs = c_->sql().row;
-  const int64_t left_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  const int64_t left_ms = LeftMs(deadline, expired);
   // The first attempt never waits (an uncontended take costs one round
   // trip, as with a per-statement bound); less than a second left is
   // polled, since the session's bound is whole seconds.
@@ -144,7 +151,11 @@ Status RowScheme::RestoreWait(Conn& conn, int* session_wait_s) {
 Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
   auto stop = [&] { return cancel.cancelled(); };
   PooledConn conn;
-  Status s = c_->GetConn(deadline, &conn, stop);
+  // One clock read for the connection's wait and for whether this is a
+  // single attempt (a zero wait: then no later step reads it either).
+  const auto now = Clock::now();
+  const bool expired = now >= deadline;
+  Status s = c_->GetConn(deadline, &conn, stop, ConnectBy::kWait, now);
   if (s.code() == Code::kCancelled) return Cancelled();
   if (!s.ok()) return s;
   bool force_check = false;
@@ -175,9 +186,9 @@ Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
       const std::string* sql = nullptr;
       bool poll = false;
       if (!by_session) {
-        sql = &TakeSql(deadline);
+        sql = &TakeSql(deadline, expired);
       } else {
-        s = SessionTakeSql(*conn, deadline, first, &session_wait_s, &sql, &poll);
+        s = SessionTakeSql(*conn, deadline, expired, first, &session_wait_s, &sql, &poll);
         if (!s.ok()) {
           rollback();
           return s;
@@ -211,7 +222,7 @@ Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
       const unsigned err = static_cast<unsigned>(s.server_errno());
       if (err == ER_LOCK_WAIT_TIMEOUT || err == ER_STATEMENT_TIMEOUT || err == ER_QUERY_INTERRUPTED ||
           err == kErLockNowait) {
-        if (Clock::now() < deadline) {  // next slice
+        if (!expired && Clock::now() < deadline) {  // next slice
           if (poll) {
             auto& wq = c_->waiters();
             wq.Sleep(db_key_, wq.Releases(db_key_),

@@ -92,6 +92,8 @@ class LockHost {
 struct Grant {
   std::string owner;        // host:pid:uuid, new for every acquisition (A4)
   uint64_t fence = 0;       // fencing token (0: the scheme has none)
+  // When the hold began (a lease: when its statement was sent); a scheme
+  // that leaves it unset gets the moment Try saw the acquisition end.
   Clock::time_point acquired_at{};
   Clock::time_point deadline = Clock::time_point::max();  // by our clock; max = no expiry
 };
