@@ -145,6 +145,7 @@ class ClientImpl {
   std::atomic<bool> warned_short_ttl_{false};
   pid_t pid_;
   std::string host_;
+  const std::string owner_prefix_;  // "host:pid:", every owner id's start
   Statements sql_;
   SharedLocks shared_locks_;
   Mutex rows_mu_;

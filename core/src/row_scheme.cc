@@ -31,7 +31,11 @@ constexpr int64_t kPollMaxMs = 100;
 class RowScheme final : public Scheme {
  public:
   explicit RowScheme(const SchemeArgs& a)
-      : c_(a.client), host_(a.host), db_key_(a.db_key), name_(a.name) {}
+      : c_(a.client),
+        host_(a.host),
+        db_key_(a.db_key),
+        name_(a.name),
+        key_param_{Param::Bytes(db_key_)} {}
 
   bool expires() const override { return false; }
   bool hold_is_transaction() const override { return true; }
@@ -78,6 +82,11 @@ class RowScheme final : public Scheme {
   ClientImpl* const c_;
   LockHost* const host_;
   const std::string db_key_, name_;
+  // Built once, not per statement (an allocation each): the row's key as
+  // the take's parameter, and the transaction's start, which the text
+  // protocol sends as a string too long to be stored inline.
+  const std::vector<Param> key_param_;
+  const std::string start_sql_ = "START TRANSACTION";
   PooledConn conn_;     // while held: the transaction that is the lock
   bool dirty_ = false;  // Exec ran statements in it
 };
@@ -170,7 +179,7 @@ Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
   };
   for (int round = 0;; ++round) {
     s = EnsureRow(*conn, force_check);
-    if (s.ok()) s = conn->Query("START TRANSACTION");
+    if (s.ok()) s = conn->Query(start_sql_);
     if (!s.ok()) {
       // Nothing is held yet: a connection that failed here is replaced.
       if (!conn->broken() || round >= 3 || Clock::now() >= retry_until) return s;
@@ -199,7 +208,7 @@ Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
         rollback();
         return Cancelled();
       }
-      s = conn->Exec(*sql, {Param::Bytes(db_key_)}, &r);
+      s = conn->Exec(*sql, key_param_, &r);
       host_->LeaveServerWait();
       if (cancel.cancelled()) {
         rollback();
