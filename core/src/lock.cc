@@ -260,14 +260,20 @@ class LockImpl::CallScope {
   const Status& refused() const { return refused_; }
 
  private:
-  // Only Close waits for the calls to end, and it sets closing before it
-  // first looks (under mu, so the notify below cannot fall between its
-  // look and its wait).
+  // Only Close waits for the calls to end; once it sees none it may free
+  // me_, so the count's last change is the last touch of me_. While not
+  // closing: the decrement alone (a Close that begins right between the
+  // look and the decrement sees the call still counted and finds it gone
+  // at its next sliced look). While closing: under mu, which Close holds
+  // while it looks and until it waits, so it cannot see the end and free
+  // me_ before the notify is done, nor miss it.
   void Leave() {
-    if (me_.calls.fetch_sub(1) == 1 && me_.closing.load()) {
-      MutexLock g(me_.mu);
-      me_.cv.notify_all();
+    if (!me_.closing.load()) {
+      me_.calls.fetch_sub(1);
+      return;
     }
+    MutexLock g(me_.mu);
+    if (me_.calls.fetch_sub(1) == 1) me_.cv.notify_all();
   }
 
   LockCaller& me_;

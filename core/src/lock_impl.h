@@ -61,7 +61,8 @@ struct LockCaller {
   // Calls in progress and the close: atomics, so that a call costs no
   // mutex; a call counts itself, then looks at closing, and Close sets
   // closing, then looks at calls (sequentially consistent: one of the two
-  // sees the other). mu and cv only for Close's wait.
+  // sees the other). mu and cv for Close's wait: a call that ends while
+  // closing counts itself out under mu (CallScope).
   std::atomic<int> calls{0};
   std::atomic<bool> closing{false};
   Mutex mu;
