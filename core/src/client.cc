@@ -36,6 +36,7 @@ ClientImpl::ClientImpl(ClientOptions opts, LockOptions lock_defaults,
       pool_(opts_),
       pid_(getpid()),
       host_(HostName()),
+      owner_prefix_(host_ + ":" + std::to_string(pid_) + ":"),
       events_(events ? std::move(events)
                      : std::make_shared<Events>(static_cast<size_t>(opts_.events))),
       renewer_(this) {}
@@ -112,16 +113,24 @@ std::string ClientImpl::NewOwner() {
     uuid[o++] = kHex[b[i] >> 4];
     uuid[o++] = kHex[b[i] & 0x0f];
   }
-  const std::string pid = std::to_string(getpid());
+  // host:pid: was made once (owner_prefix_): an acquisition runs only in
+  // the process that opened the client (a forked child's calls are refused
+  // before they get here), so pid_ is getpid() here.
   std::string owner;
-  owner.reserve(host_.size() + pid.size() + 2 + sizeof uuid);
-  owner.append(host_).append(1, ':').append(pid).append(1, ':').append(uuid, sizeof uuid);
+  owner.reserve(owner_prefix_.size() + sizeof uuid);
+  owner.append(owner_prefix_).append(uuid, sizeof uuid);
   return owner;
 }
 
 Status ClientImpl::GetConn(Clock::time_point deadline, PooledConn* out,
                            const std::function<bool()>& stop, ConnectBy by) {
-  auto floor = Clock::now() + kPoolGrace;
+  return GetConn(deadline, out, stop, by, Clock::now());
+}
+
+Status ClientImpl::GetConn(Clock::time_point deadline, PooledConn* out,
+                           const std::function<bool()>& stop, ConnectBy by,
+                           Clock::time_point now) {
+  auto floor = now + kPoolGrace;
   if (deadline < floor) deadline = floor;
   return pool_.Get(deadline, by == ConnectBy::kWait ? deadline : Clock::time_point::max(), out,
                    stop);

@@ -86,6 +86,10 @@ class ClientImpl {
   // ConnectBy::kWait opening one ends by then too.
   Status GetConn(Clock::time_point deadline, PooledConn* out,
                  const std::function<bool()>& stop = nullptr, ConnectBy by = ConnectBy::kWait);
+  // The same, with the caller's reading of the clock for "now" (one read
+  // per operation on the uncontended path).
+  Status GetConn(Clock::time_point deadline, PooledConn* out, const std::function<bool()>& stop,
+                 ConnectBy by, Clock::time_point now);
   // Until when a statement dropped with its connection is re-run on a fresh
   // one: the call's deadline, or connect_timeout from now if that is later.
   Clock::time_point RetryUntil(Clock::time_point deadline) const;
@@ -141,6 +145,7 @@ class ClientImpl {
   std::atomic<bool> warned_short_ttl_{false};
   pid_t pid_;
   std::string host_;
+  const std::string owner_prefix_;  // "host:pid:", every owner id's start
   Statements sql_;
   SharedLocks shared_locks_;
   Mutex rows_mu_;

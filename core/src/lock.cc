@@ -134,14 +134,11 @@ void LockImpl::Close(LockCaller& me) {
   // Close may come while other threads are inside calls through this object
   // (a binding's finalizer, a shutdown path): refuse new calls, cancel the
   // waiting ones and wait until every call has left.
-  {
-    MutexLock g(me.mu);
-    me.closing = true;
-  }
+  me.closing.store(true);
   for (;;) {
     Cancel(me);
     MutexLock g(me.mu);
-    if (me.calls == 0) break;
+    if (me.calls.load() == 0) break;
     me.cv.wait_for(me.mu, kSlice);
   }
   int n = 0;
@@ -251,21 +248,34 @@ Status LockImpl::CheckPid() const {
 class LockImpl::CallScope {
  public:
   CallScope(LockImpl* l, LockCaller& me) : me_(me) {
-    MutexLock g(me_.mu);
-    if (me_.closing) {
+    me_.calls.fetch_add(1);
+    if (me_.closing.load()) {
+      Leave();
       refused_ = Status(Code::kCancelled, "lock " + l->Name() + " is being closed");
-    } else {
-      ++me_.calls;
     }
   }
   ~CallScope() {
-    if (!refused_.ok()) return;
-    MutexLock g(me_.mu);
-    if (--me_.calls == 0) me_.cv.notify_all();
+    if (refused_.ok()) Leave();
   }
   const Status& refused() const { return refused_; }
 
  private:
+  // Only Close waits for the calls to end; once it sees none it may free
+  // me_, so the count's last change is the last touch of me_. While not
+  // closing: the decrement alone (a Close that begins right between the
+  // look and the decrement sees the call still counted and finds it gone
+  // at its next sliced look). While closing: under mu, which Close holds
+  // while it looks and until it waits, so it cannot see the end and free
+  // me_ before the notify is done, nor miss it.
+  void Leave() {
+    if (!me_.closing.load()) {
+      me_.calls.fetch_sub(1);
+      return;
+    }
+    MutexLock g(me_.mu);
+    if (me_.calls.fetch_sub(1) == 1) me_.cv.notify_all();
+  }
+
   LockCaller& me_;
   Status refused_;
 };
@@ -315,7 +325,9 @@ bool LockImpl::IsHolderLocked() const {
 
 LockState LockImpl::StateLocked() const {
   WatchSessionLocked();
-  if (state_ == LockState::kHeld && Clock::now() >= deadline_)
+  // A hold without expiry (a row lock: deadline_ is max) needs no clock.
+  if (state_ == LockState::kHeld && deadline_ != Clock::time_point::max() &&
+      Clock::now() >= deadline_)
     return LockState::kLost;
   return state_;
 }
@@ -466,7 +478,7 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
   CallScope call(this, me);
   if (!call.refused().ok()) return call.refused();
   const auto start = Clock::now();
-  const auto deadline = WaitDeadline(wait_ms);  // wait_ms < 0: no limit
+  const auto deadline = WaitDeadline(wait_ms, start);  // wait_ms < 0: no limit
   // Cancels after the caller's mark count, even one that came before this
   // call began (bindings take the mark before they arm their cancel).
   const CancelToken cancel{&me.cancel_seq, cancel_mark ? *cancel_mark : me.cancel_seq.load()};
@@ -499,8 +511,10 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
     }
     s = CancelledStatus(Name());
   }
+  const auto done = Clock::now();
   k.wait_ms.fetch_add(static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count()));
+      std::chrono::duration_cast<std::chrono::milliseconds>(done - start).count()));
+  if (s.ok() && grant.acquired_at == Clock::time_point{}) grant.acquired_at = done;
   Settle(me, s, grant);
   if (s.ok() && opts_.transaction && !scheme_->hold_is_transaction()) {
     // Acquire + begin as one step: the caller never holds a lock whose
@@ -523,7 +537,10 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
 }
 
 void LockImpl::NotifyLocked() const {
-  cv_.notify_all();
+  // Waiters wait with st_mu_ held until the wait releases it, so none is
+  // missed; none waiting (the uncontended cycle) spares the condition
+  // variable's own mutex.
+  if (cv_waiters_ > 0) cv_.notify_all();
   if (!claim_line_.empty()) claim_line_.front()->cv.notify_one();
 }
 
@@ -540,12 +557,13 @@ Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken c
   // A new attempt: the caller's older lost hold was reported (it sees its
   // own hold, or nothing, from now on).
   lost_.erase(HolderId::Current());
-  // fair=1: our place in the claim line, once we had to wait.
-  ClaimWaiter place;
-  bool queued = false;
+  // fair=1: our place in the claim line, once we had to wait (made only
+  // then: its condition variable allocates).
+  std::optional<ClaimWaiter> place;
   for (;;) {
+    const bool queued = place.has_value();
     if (cancel.cancelled()) {
-      if (queued) LeaveClaimLineLocked(&place);
+      if (queued) LeaveClaimLineLocked(&*place);
       return CancelledStatus(Name());
     }
     // A hold whose release is in flight is neither re-entered (the release
@@ -555,7 +573,7 @@ Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken c
       LockState st = StateLocked();
       if (st == LockState::kHeld) {
         if (IsHolderLocked()) {
-          if (queued) LeaveClaimLineLocked(&place);
+          if (queued) LeaveClaimLineLocked(&*place);
           if (!opts_.reentrant)
             return Status::StateError("lock " + Name() +
                                       " is already held by this holder (reentrant=0)");
@@ -571,10 +589,10 @@ Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken c
           *reentered = true;
           return Status::OK();
         }
-      } else if (!acquiring_ &&
-                 (!opts_.fair || claim_line_.empty() || claim_line_.front() == &place)) {
+      } else if (!acquiring_ && (!opts_.fair || claim_line_.empty() ||
+                                 (queued && claim_line_.front() == &*place))) {
         *waited = queued;
-        if (queued) LeaveClaimLineLocked(&place);
+        if (queued) LeaveClaimLineLocked(&*place);
         acquiring_ = true;
         return Status::OK();
       }
@@ -583,19 +601,24 @@ Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken c
     // this object, or (fair=1) threads that came first wait for it.
     auto now = Clock::now();
     if (now >= deadline) {
-      if (queued) LeaveClaimLineLocked(&place);
+      if (queued) LeaveClaimLineLocked(&*place);
       k.busy.fetch_add(1);
       return Status::Busy("lock " + Name() +
                           (releasing_ ? " is being released by another thread through this lock "
                                         "object, still at the end of the wait"
                                       : " is held by another thread through this lock object"));
     }
-    if (opts_.fair && !queued) {
-      claim_line_.push_back(&place);
-      queued = true;
+    if (opts_.fair && !place) {
+      place.emplace();
+      claim_line_.push_back(&*place);
     }
-    if (queued) place.cv.wait_until(st_mu_, std::min(deadline, now + kSlice));
-    else cv_.wait_until(st_mu_, std::min(deadline, now + kSlice));
+    if (place) {
+      place->cv.wait_until(st_mu_, std::min(deadline, now + kSlice));
+    } else {
+      ++cv_waiters_;
+      cv_.wait_until(st_mu_, std::min(deadline, now + kSlice));
+      --cv_waiters_;
+    }
   }
 }
 
@@ -616,7 +639,14 @@ void LockImpl::Settle(LockCaller& me, const Status& s, const Grant& grant) {
     released_ = false;
     lost_why_.clear();
     session_watch_ = scheme_->SessionConn();
-    taken_[&me] = Taken{gen_, who, 1, owner_, fence_};
+    // Field by field: the owner reuses the string the object's last hold
+    // left there (no allocation per acquisition).
+    Taken& t = taken_[&me];
+    t.gen = gen_;
+    t.holder = who;
+    t.holds = 1;
+    t.owner = owner_;
+    t.token = fence_;
   } else if (state_ == LockState::kLost && IsHolderLocked()) {
     // The holder's own new attempt: its old loss was reported. (Another
     // holder's failed attempt leaves the holder's hold LOST.)
@@ -720,16 +750,17 @@ Status LockImpl::EndHold(LockCaller& me, bool commit) {
     owner = owner_;
     token = fence_;
     releasing_ = true;
+    // SchemeUse's mark, set and cleared with the release's own steps
+    // (two lock rounds fewer per release).
+    scheme_busy_ = true;
   }
-  c_->renewer().Remove(this);
+  // Only an expiring hold was given to the renewer (Try).
+  if (scheme_->expires()) c_->renewer().Remove(this);
   bool freed = false;
-  Status s;
-  {
-    SchemeUse use(this);
-    s = scheme_->Release(owner, token, commit, st == LockState::kLost, &freed);
-  }
+  Status s = scheme_->Release(owner, token, commit, st == LockState::kLost, &freed);
   {
     MutexLock g(st_mu_);
+    scheme_busy_ = false;
     // Never HELD after a release: the state says what is known. A scheme
     // that lost the hold said so (MarkLost); a freed one is IDLE even when
     // the business part failed.
@@ -845,7 +876,9 @@ Status LockImpl::WaitLost(LockCaller& me, int64_t timeout_ms, const uint64_t* ca
                                         std::to_string(timeout_ms) + " ms");
     auto until = std::min(deadline, now + kSlice);
     if (st == LockState::kHeld) until = std::min(until, deadline_);  // a lease runs out
+    ++cv_waiters_;
     cv_.wait_until(st_mu_, until);
+    --cv_waiters_;
   }
 }
 

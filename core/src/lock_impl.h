@@ -58,10 +58,15 @@ class HolderScope {
 // (the LockImpl keeps those, by object: Taken).
 struct LockCaller {
   std::atomic<uint64_t> cancel_seq{0};
+  // Calls in progress and the close: atomics, so that a call costs no
+  // mutex; a call counts itself, then looks at closing, and Close sets
+  // closing, then looks at calls (sequentially consistent: one of the two
+  // sees the other). mu and cv for Close's wait: a call that ends while
+  // closing counts itself out under mu (CallScope).
+  std::atomic<int> calls{0};
+  std::atomic<bool> closing{false};
   Mutex mu;
-  std::condition_variable_any cv;  // calls reached 0
-  int calls GUARDED_BY(mu) = 0;
-  bool closing GUARDED_BY(mu) = false;
+  std::condition_variable_any cv;  // calls reached 0 while closing; waits on mu
 };
 
 // One lock: the state machine (IDLE, HELD, LOST), reentrancy, the calls and
@@ -237,6 +242,7 @@ class LockImpl final : private LockHost, public RenewedLease {
   mutable Mutex st_mu_;
   // State changes: acquired, released, lost, calls; waits on st_mu_.
   mutable std::condition_variable_any cv_;
+  int cv_waiters_ GUARDED_BY(st_mu_) = 0;  // threads in cv_.wait_until
   // fair=1: the threads waiting in Claim, in arrival order. Only the first
   // may claim the acquisition; a call that finds the line non-empty joins
   // its end (a holder that releases and at once asks again queues behind

@@ -111,8 +111,11 @@ Status Pool::Get(Clock::time_point deadline, Clock::time_point connect_by, Poole
     if (stop && stop()) return Status(Code::kCancelled, "cancelled while waiting for a lock connection");
     // Sliced, so that stop() is seen without anyone notifying.
     auto until = stop ? std::min(deadline, Clock::now() + std::chrono::milliseconds(50)) : deadline;
-    if (cv_.wait_until(mu_, until) == std::cv_status::timeout && Clock::now() >= deadline &&
-        idle_.empty() && open_ >= opts_.pool) {
+    ++cv_waiters_;
+    const std::cv_status waited = cv_.wait_until(mu_, until);
+    --cv_waiters_;
+    if (waited == std::cv_status::timeout && Clock::now() >= deadline && idle_.empty() &&
+        open_ >= opts_.pool) {
       return Status(Code::kPool, "all " + std::to_string(opts_.pool) +
                                      " lock connections are busy (raise pool= or wait longer)");
     }
@@ -160,7 +163,10 @@ void Pool::Put(std::unique_ptr<Conn> c, bool outside_budget) {
     // lock cycle.
     if (closer_parked_) closer_cv_.notify_all();
   }
-  cv_.notify_all();
+  // Only a Get that waits needs telling (it waits with mu_ held until the
+  // wait releases it, so none is missed); none waiting spares the
+  // condition variable's own mutex, per lock cycle.
+  if (cv_waiters_ > 0) cv_.notify_all();
 }
 
 void Pool::CloseIdle() {

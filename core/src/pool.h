@@ -93,6 +93,7 @@ class Pool {
   const ClientOptions opts_;
   mutable Mutex mu_;
   std::condition_variable_any cv_;  // waits on mu_: a connection came back or a slot freed
+  int cv_waiters_ GUARDED_BY(mu_) = 0;  // threads in cv_'s wait (Get)
   struct Idle {
     std::unique_ptr<Conn> conn;
     Clock::time_point since;  // when it came back

@@ -20,14 +20,15 @@ using Clock = std::chrono::steady_clock;
 // The deadline of a wait of ms milliseconds from now. A negative ms is no
 // limit (the wait ends when it is satisfied, cancelled or closed), and so is
 // a wait past the clock's range: Clock::time_point::max().
-inline Clock::time_point WaitDeadline(int64_t ms) {
-  const Clock::time_point now = Clock::now();
+// now: the caller's reading of the clock.
+inline Clock::time_point WaitDeadline(int64_t ms, Clock::time_point now) {
   if (ms < 0 ||
       ms >= std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now)
                 .count())
     return Clock::time_point::max();
   return now + std::chrono::milliseconds(ms);
 }
+inline Clock::time_point WaitDeadline(int64_t ms) { return WaitDeadline(ms, Clock::now()); }
 
 // A call gives up at its kMaxDrops-th dropped connection, and after
 // kMaxDeadlocks re-runs after a deadlock (1213). 1213 is also Galera's

@@ -31,7 +31,11 @@ constexpr int64_t kPollMaxMs = 100;
 class RowScheme final : public Scheme {
  public:
   explicit RowScheme(const SchemeArgs& a)
-      : c_(a.client), host_(a.host), db_key_(a.db_key), name_(a.name) {}
+      : c_(a.client),
+        host_(a.host),
+        db_key_(a.db_key),
+        name_(a.name),
+        key_param_{Param::Bytes(db_key_)} {}
 
   bool expires() const override { return false; }
   bool hold_is_transaction() const override { return true; }
@@ -59,12 +63,13 @@ class RowScheme final : public Scheme {
   // Takes the row lock on a connection in a fresh transaction.
   Status Take(Clock::time_point deadline, CancelToken cancel);
   // The statement that waits for the row at most what is left (sliced).
-  const std::string& TakeSql(Clock::time_point deadline) const;
+  // expired: the deadline was seen passed already (no clock read needed).
+  const std::string& TakeSql(Clock::time_point deadline, bool expired) const;
   // Where the dialect bounds a wait by the session (RowSql::sliced empty):
   // the next statement, after setting the session's wait when it must
   // change. *poll: a NOWAIT the caller follows with a pause when refused.
-  Status SessionTakeSql(Conn& conn, Clock::time_point deadline, bool first, int* session_wait_s,
-                        const std::string** sql, bool* poll);
+  Status SessionTakeSql(Conn& conn, Clock::time_point deadline, bool expired, bool first,
+                        int* session_wait_s, const std::string** sql, bool* poll);
   // Gives the session its own lock wait back (a failure leaves it to the
   // pool's reset).
   Status RestoreWait(Conn& conn, int* session_wait_s);
@@ -77,6 +82,11 @@ class RowScheme final : public Scheme {
   ClientImpl* const c_;
   LockHost* const host_;
   const std::string db_key_, name_;
+  // Built once, not per statement (an allocation each): the row's key as
+  // the take's parameter, and the transaction's start, which the text
+  // protocol sends as a string too long to be stored inline.
+  const std::vector<Param> key_param_;
+  const std::string start_sql_ = "START TRANSACTION";
   PooledConn conn_;     // while held: the transaction that is the lock
   bool dirty_ = false;  // Exec ran statements in it
 };
@@ -89,15 +99,21 @@ Status RowScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Grant*
   if (!s.ok()) return s;
   out->owner = c_->NewOwner();
   out->fence = 0;  // a row lock is its transaction: no token (see dlock.h)
-  out->acquired_at = Clock::now();
+  // acquired_at left to the lock (its own clock read as Try ends).
   out->deadline = Clock::time_point::max();
   dirty_ = false;
   return s;
 }
 
-const std::string& RowScheme::TakeSql(Clock::time_point deadline) const {
-  const int64_t left_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+// What is left of a wait, in ms; with expired (the deadline was seen
+// passed: the clock only goes on) without reading the clock.
+int64_t LeftMs(Clock::time_point deadline, bool expired) {
+  if (expired) return 0;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+}
+
+const std::string& RowScheme::TakeSql(Clock::time_point deadline, bool expired) const {
+  const int64_t left_ms = LeftMs(deadline, expired);
   if (left_ms <= 0) return c_->sql().row.nowait;
   // The largest slice that fits what is left and stays well inside the
   // read timeout; at least the smallest slice.
@@ -107,11 +123,11 @@ const std::string& RowScheme::TakeSql(Clock::time_point deadline) const {
   return c_->sql().row.sliced[i];
 }
 
-Status RowScheme::SessionTakeSql(Conn& conn, Clock::time_point deadline, bool first,
-                                 int* session_wait_s, const std::string** sql, bool* poll) {
+Status RowScheme::SessionTakeSql(Conn& conn, Clock::time_point deadline, bool expired,
+                                 bool first, int* session_wait_s, const std::string** sql,
+                                 bool* poll) {
   const RowSql& rs = c_->sql().row;
-  const int64_t left_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  const int64_t left_ms = LeftMs(deadline, expired);
   // The first attempt never waits (an uncontended take costs one round
   // trip, as with a per-statement bound); less than a second left is
   // polled, since the session's bound is whole seconds.
@@ -144,7 +160,11 @@ Status RowScheme::RestoreWait(Conn& conn, int* session_wait_s) {
 Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
   auto stop = [&] { return cancel.cancelled(); };
   PooledConn conn;
-  Status s = c_->GetConn(deadline, &conn, stop);
+  // One clock read for the connection's wait and for whether this is a
+  // single attempt (a zero wait: then no later step reads it either).
+  const auto now = Clock::now();
+  const bool expired = now >= deadline;
+  Status s = c_->GetConn(deadline, &conn, stop, ConnectBy::kWait, now);
   if (s.code() == Code::kCancelled) return Cancelled();
   if (!s.ok()) return s;
   bool force_check = false;
@@ -159,7 +179,7 @@ Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
   };
   for (int round = 0;; ++round) {
     s = EnsureRow(*conn, force_check);
-    if (s.ok()) s = conn->Query("START TRANSACTION");
+    if (s.ok()) s = conn->Query(start_sql_);
     if (!s.ok()) {
       // Nothing is held yet: a connection that failed here is replaced.
       if (!conn->broken() || round >= 3 || Clock::now() >= retry_until) return s;
@@ -175,9 +195,9 @@ Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
       const std::string* sql = nullptr;
       bool poll = false;
       if (!by_session) {
-        sql = &TakeSql(deadline);
+        sql = &TakeSql(deadline, expired);
       } else {
-        s = SessionTakeSql(*conn, deadline, first, &session_wait_s, &sql, &poll);
+        s = SessionTakeSql(*conn, deadline, expired, first, &session_wait_s, &sql, &poll);
         if (!s.ok()) {
           rollback();
           return s;
@@ -188,7 +208,7 @@ Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
         rollback();
         return Cancelled();
       }
-      s = conn->Exec(*sql, {Param::Bytes(db_key_)}, &r);
+      s = conn->Exec(*sql, key_param_, &r);
       host_->LeaveServerWait();
       if (cancel.cancelled()) {
         rollback();
@@ -211,7 +231,7 @@ Status RowScheme::Take(Clock::time_point deadline, CancelToken cancel) {
       const unsigned err = static_cast<unsigned>(s.server_errno());
       if (err == ER_LOCK_WAIT_TIMEOUT || err == ER_STATEMENT_TIMEOUT || err == ER_QUERY_INTERRUPTED ||
           err == kErLockNowait) {
-        if (Clock::now() < deadline) {  // next slice
+        if (!expired && Clock::now() < deadline) {  // next slice
           if (poll) {
             auto& wq = c_->waiters();
             wq.Sleep(db_key_, wq.Releases(db_key_),

@@ -49,19 +49,23 @@ inline uint64_t KeyHash(const std::string& s) {
 // to the database); left when it goes out of scope.
 class QueuePlace {
  public:
-  QueuePlace(WaitQueues& wq, const std::string& key) : wq_(wq), key_(key), ticket_(wq.Join(key)) {}
+  QueuePlace(WaitQueues& wq, const std::string& key)
+      : wq_(wq), key_(key), ticket_(wq.Join(key, &head_)) {}
   ~QueuePlace() { wq_.Leave(key_, ticket_); }
   QueuePlace(const QueuePlace&) = delete;
   QueuePlace& operator=(const QueuePlace&) = delete;
   // Waits until this place heads the line (true), or until deadline or
-  // stop() (false).
+  // stop() (false). A head stays the head until it leaves (Join only adds
+  // behind it), so that is asked once.
   bool WaitHead(Clock::time_point deadline, const std::function<bool()>& stop) {
-    return wq_.WaitHead(key_, ticket_, deadline, stop);
+    if (!head_) head_ = wq_.WaitHead(key_, ticket_, deadline, stop);
+    return head_;
   }
 
  private:
   WaitQueues& wq_;
   const std::string& key_;
+  bool head_ = false;
   const uint64_t ticket_;
 };
 
@@ -88,6 +92,8 @@ class LockHost {
 struct Grant {
   std::string owner;        // host:pid:uuid, new for every acquisition (A4)
   uint64_t fence = 0;       // fencing token (0: the scheme has none)
+  // When the hold began (a lease: when its statement was sent); a scheme
+  // that leaves it unset gets the moment Try saw the acquisition end.
   Clock::time_point acquired_at{};
   Clock::time_point deadline = Clock::time_point::max();  // by our clock; max = no expiry
 };

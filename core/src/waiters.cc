@@ -10,16 +10,55 @@ namespace {
 constexpr auto kSlice = std::chrono::milliseconds(50);
 }  // namespace
 
-uint64_t WaitQueues::Join(const std::string& key) {
+size_t WaitQueues::FindSoloLocked(const std::string& key, size_t hash) const {
+  for (size_t i = 0; i < solos_.size(); ++i)
+    if (solos_[i].hash == hash && *solos_[i].key == key) return i;
+  return solos_.size();
+}
+
+WaitQueues::Queue& WaitQueues::PromoteLocked(const std::string& key) {
+  if (!solos_.empty()) {
+    const size_t i = FindSoloLocked(key, std::hash<std::string>{}(key));
+    if (i < solos_.size()) {
+      const uint64_t ticket = solos_[i].ticket;
+      solos_[i] = solos_.back();
+      solos_.pop_back();
+      Queue& q = queues_[key];  // none yet: a key has a Solo or a Queue
+      q.tickets.push_back(ticket);
+      return q;
+    }
+  }
+  return queues_[key];
+}
+
+uint64_t WaitQueues::Join(const std::string& key, bool* head) {
   MutexLock g(mu_);
-  Queue& q = queues_[key];
-  uint64_t t = q.next_ticket++;
+  const uint64_t t = next_ticket_++;
+  auto it = queues_.find(key);
+  if (it == queues_.end()) {
+    const size_t hash = std::hash<std::string>{}(key);
+    if (FindSoloLocked(key, hash) == solos_.size() && solos_.size() < kMaxSolos) {
+      if (solos_.capacity() == 0) solos_.reserve(kMaxSolos);  // once: no allocation per Join
+      solos_.push_back(Solo{&key, hash, t});
+      *head = true;
+      return t;
+    }
+  }
+  Queue& q = it != queues_.end() ? it->second : PromoteLocked(key);
   q.tickets.push_back(t);
+  *head = q.tickets.front() == t;
   return t;
 }
 
 void WaitQueues::Leave(const std::string& key, uint64_t ticket) {
   MutexLock g(mu_);
+  for (size_t i = 0; i < solos_.size(); ++i) {
+    if (solos_[i].ticket == ticket) {  // alone in line: nobody to wake
+      solos_[i] = solos_.back();
+      solos_.pop_back();
+      return;
+    }
+  }
   auto it = queues_.find(key);
   if (it == queues_.end()) return;
   Queue& q = it->second;
@@ -35,7 +74,7 @@ bool WaitQueues::WaitHead(const std::string& key, uint64_t ticket, Clock::time_p
                           const std::function<bool()>& stop) {
   MutexLock g(mu_);
   for (;;) {
-    Queue& q = queues_[key];
+    Queue& q = PromoteLocked(key);
     if (!q.tickets.empty() && q.tickets.front() == ticket) return true;
     if (stop()) return false;
     auto now = Clock::now();
@@ -46,6 +85,10 @@ bool WaitQueues::WaitHead(const std::string& key, uint64_t ticket, Clock::time_p
 
 uint64_t WaitQueues::Releases(const std::string& key) {
   MutexLock g(mu_);
+  // A line of one becomes a Queue here, so that Notify counts the releases
+  // from now on (Sleep compares with them).
+  if (!solos_.empty() && FindSoloLocked(key, std::hash<std::string>{}(key)) < solos_.size())
+    return PromoteLocked(key).releases;
   auto it = queues_.find(key);
   return it == queues_.end() ? 0 : it->second.releases;
 }
@@ -53,7 +96,7 @@ uint64_t WaitQueues::Releases(const std::string& key) {
 void WaitQueues::Sleep(const std::string& key, uint64_t seen, Clock::time_point until,
                        const std::function<bool()>& stop) {
   MutexLock g(mu_);
-  Queue& q = queues_[key];
+  Queue& q = PromoteLocked(key);
   for (;;) {
     if (q.releases != seen || stop()) return;
     auto now = Clock::now();
@@ -105,6 +148,8 @@ WaitQueues::Hint WaitQueues::GetHint(const std::string& key) {
   if (it != hints_.end() && Clock::now() - it->second.noted <= kHintLife) h = it->second.hint;
   auto q = queues_.find(key);
   if (q != queues_.end() && !q->second.tickets.empty()) h.contended = true;
+  if (!solos_.empty() && FindSoloLocked(key, std::hash<std::string>{}(key)) < solos_.size())
+    h.contended = true;
   return h;
 }
 

@@ -12,6 +12,7 @@
 #include <list>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "thread_annotations.h"
 
@@ -27,7 +28,9 @@ class WaitQueues {
     Clock::time_point expiry_estimate{};    // when the holder's lease ends, by the DB
   };
 
-  uint64_t Join(const std::string& key) EXCLUDES(mu_);
+  // Joins key's line; *head: the ticket heads it at once (nobody was in
+  // line), so WaitHead would return at once. key must live until Leave.
+  uint64_t Join(const std::string& key, bool* head) EXCLUDES(mu_);
   void Leave(const std::string& key, uint64_t ticket) EXCLUDES(mu_);
   // Waits until ticket heads the key's queue (true), or until deadline or
   // stop() turns true (false).
@@ -51,7 +54,6 @@ class WaitQueues {
   // A Queue lives in queues_ and is touched only with mu_ held (its fields
   // are reached through queues_, which the analysis checks).
   struct Queue {
-    uint64_t next_ticket = 0;
     std::deque<uint64_t> tickets;
     uint64_t releases = 0;
     std::condition_variable_any cv;  // waits on mu_
@@ -61,12 +63,29 @@ class WaitQueues {
     Clock::time_point noted;
     std::list<std::string>::iterator lru;
   };
+  // A line of one kept without a Queue: the uncontended acquisition, which
+  // then costs no allocation (a Queue is a map node, a deque and a
+  // condition variable). It is the line's head exactly as a Queue's only
+  // ticket would be; a second Join, a Sleep or Releases turns it into a
+  // Queue first (PromoteLocked), so every other call sees the same line.
+  struct Solo {
+    const std::string* key;  // the joiner's (QueuePlace's), alive until Leave
+    size_t hash;
+    uint64_t ticket;
+  };
+  size_t FindSoloLocked(const std::string& key, size_t hash) const REQUIRES(mu_);
+  // key's Queue, made from its Solo if it has one (else as queues_[key]).
+  Queue& PromoteLocked(const std::string& key) REQUIRES(mu_);
+  static constexpr size_t kMaxSolos = 64;  // beyond: Queues, as before
+
   HintEntry& TouchLocked(const std::string& key) REQUIRES(mu_);
   static constexpr size_t kMaxHints = 4096;
   static constexpr std::chrono::milliseconds kHintLife{2000};
 
   Mutex mu_;
+  uint64_t next_ticket_ GUARDED_BY(mu_) = 0;
   std::unordered_map<std::string, Queue> queues_ GUARDED_BY(mu_);
+  std::vector<Solo> solos_ GUARDED_BY(mu_);  // never a key that has a Queue
   std::unordered_map<std::string, HintEntry> hints_ GUARDED_BY(mu_);
   std::list<std::string> lru_ GUARDED_BY(mu_);  // hints_' keys, most recent first
 };

@@ -1,0 +1,125 @@
+// core_unit: the client's local wait queues (waiters.cc), no database. A
+// thread alone in a key's line is kept without a Queue (a Solo); these check
+// that every other call still sees it as the line's head, in order.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "waiters.h"
+
+using dlock::WaitQueues;
+using Clock = WaitQueues::Clock;
+
+namespace {
+
+bool Never() { return false; }
+
+}  // namespace
+
+TEST_CASE("a thread alone in line heads it, and the next one waits behind it") {
+  WaitQueues wq;
+  const std::string key = "k";
+  bool head = false;
+  const uint64_t a = wq.Join(key, &head);
+  CHECK(head);
+  CHECK(wq.GetHint(key).contended);  // someone is in line
+  CHECK(wq.WaitHead(key, a, Clock::now(), Never));
+
+  bool b_head = true;
+  const uint64_t b = wq.Join(key, &b_head);
+  CHECK_FALSE(b_head);
+  CHECK(b != a);
+  CHECK_FALSE(wq.WaitHead(key, b, Clock::now(), Never));  // a still heads it
+  CHECK(wq.WaitHead(key, a, Clock::now(), Never));
+
+  bool c_head = true;
+  const uint64_t c = wq.Join(key, &c_head);
+  CHECK_FALSE(c_head);
+
+  wq.Leave(key, a);
+  CHECK(wq.WaitHead(key, b, Clock::now(), Never));  // arrival order: b, then c
+  CHECK_FALSE(wq.WaitHead(key, c, Clock::now(), Never));
+  wq.Leave(key, b);
+  CHECK(wq.WaitHead(key, c, Clock::now(), Never));
+  wq.Leave(key, c);
+  CHECK_FALSE(wq.GetHint(key).contended);
+
+  // The line is gone: the next one heads a new one.
+  bool d_head = false;
+  const uint64_t d = wq.Join(key, &d_head);
+  CHECK(d_head);
+  wq.Leave(key, d);
+  CHECK_FALSE(wq.GetHint(key).contended);
+}
+
+TEST_CASE("the head leaving wakes the thread waiting behind it") {
+  WaitQueues wq;
+  const std::string key = "k";
+  bool head = false;
+  const uint64_t a = wq.Join(key, &head);
+  REQUIRE(head);
+  std::atomic<bool> joined{false};
+  std::atomic<int> got{-1};
+  std::thread t([&] {
+    bool h = true;
+    const uint64_t b = wq.Join(key, &h);
+    joined.store(true);
+    const bool headed = wq.WaitHead(key, b, Clock::now() + std::chrono::seconds(30), Never);
+    got.store(h ? 2 : headed ? 1 : 0);
+    wq.Leave(key, b);
+  });
+  const auto limit = Clock::now() + std::chrono::seconds(10);
+  while (!joined.load() && Clock::now() < limit) std::this_thread::yield();
+  REQUIRE(joined.load());
+  CHECK(got.load() == -1);  // still waiting: a heads the line
+  wq.Leave(key, a);
+  t.join();
+  CHECK(got.load() == 1);  // it was behind a, and headed the line once a left
+}
+
+TEST_CASE("a release is counted for a thread alone in line") {
+  WaitQueues wq;
+  const std::string key = "k";
+  bool head = false;
+  const uint64_t a = wq.Join(key, &head);
+  REQUIRE(head);
+  const uint64_t seen = wq.Releases(key);
+  wq.Notify(key);  // a local holder released the key
+  CHECK(wq.Releases(key) == seen + 1);
+  // So the head's sleep between attempts ends at once, not at `until`.
+  const auto start = Clock::now();
+  wq.Sleep(key, seen, start + std::chrono::seconds(10), Never);
+  CHECK(Clock::now() - start < std::chrono::seconds(5));
+  wq.Leave(key, a);
+}
+
+TEST_CASE("many keys alone in line at once, past the inline limit") {
+  WaitQueues wq;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 100; ++i) keys.push_back("key" + std::to_string(i));
+  std::vector<uint64_t> tickets;
+  for (const std::string& k : keys) {
+    bool head = false;
+    tickets.push_back(wq.Join(k, &head));
+    CHECK(head);
+  }
+  // A second thread for each: behind the first, whichever way it is kept.
+  std::vector<uint64_t> second;
+  for (const std::string& k : keys) {
+    bool head = true;
+    second.push_back(wq.Join(k, &head));
+    CHECK_FALSE(head);
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    CHECK(wq.GetHint(keys[i]).contended);
+    CHECK_FALSE(wq.WaitHead(keys[i], second[i], Clock::now(), Never));
+    wq.Leave(keys[i], tickets[i]);
+    CHECK(wq.WaitHead(keys[i], second[i], Clock::now(), Never));
+    wq.Leave(keys[i], second[i]);
+    CHECK_FALSE(wq.GetHint(keys[i]).contended);
+  }
+}
