@@ -181,15 +181,21 @@ Status Renewer::EnsureConn(int64_t ttl_ms) {
   return Status::OK();
 }
 
-void Renewer::ArmCut(int64_t cut_ttl_ms) {
-  armed_at_ = Clock::now();
+bool Renewer::ArmCut(int64_t cut_ttl_ms) {
   MutexLock g(mu_);
   if (inflight_ == nullptr) {  // the attempt's first statement
     inflight_ = conn_.get();
     cut_ = false;
+  } else if (cut_) {
+    // Cut as the last statement's answer came: the socket is shut, and the
+    // statement that took its whole budget is the one to blame (armed_at_
+    // stays its send).
+    return false;
   }
+  armed_at_ = Clock::now();
   cut_at_ = armed_at_ + std::chrono::microseconds(AttemptUs(cut_ttl_ms));
   cut_cv_.notify_all();
+  return true;
 }
 
 bool Renewer::DisarmCut() {
@@ -228,6 +234,13 @@ Status Renewer::RenewBatch(int64_t ttl_ms, int64_t conn_ttl_ms, const std::vecto
 Status Renewer::RenewOn(int64_t ttl_ms, int64_t cut_ttl_ms, const std::vector<Item>& items,
                         Clock::time_point* sent, std::vector<Outcome>* outcomes,
                         std::vector<Clock::time_point>* until) {
+  // Cut as the previous statement's answer came: what it did stands (its
+  // chunks renewed), the rest is not sent on the shut socket.
+  const auto cut_before = [] {
+    return Status(Code::kConnect,
+                  "the answer to the previous statement came as it was cut; the rest of the "
+                  "renewal was not sent");
+  };
   Status s;
   const RenewSql& sql = client_->sql().renew;
   Counters& counters = client_->counters();
@@ -247,7 +260,7 @@ Status Renewer::RenewOn(int64_t ttl_ms, int64_t cut_ttl_ms, const std::vector<It
     ExecResult r;
     // The first chunk's send time serves them all: later chunks' leases
     // then end by our clock no later than by the server's.
-    ArmCut(cut_ttl_ms);
+    if (!ArmCut(cut_ttl_ms)) return cut_before();
     if (start == 0) *sent = Clock::now();
     s = conn_->Exec(sql.batch[log2], params, &r);
     counters.renew_statements.fetch_add(1);
@@ -268,7 +281,7 @@ Status Renewer::RenewOn(int64_t ttl_ms, int64_t cut_ttl_ms, const std::vector<It
     // the server later with its own older NOW()). So its deadline is what
     // the server says is left, counted from this check's send (and never
     // past what this batch's send gives), the 0.1% margin taken off.
-    ArmCut(cut_ttl_ms);
+    if (!ArmCut(cut_ttl_ms)) return cut_before();
     const Clock::time_point check_sent = Clock::now();
     s = conn_->Exec(sql.check[log2], keys_owners, &r);
     counters.renew_statements.fetch_add(1);

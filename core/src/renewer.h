@@ -111,8 +111,10 @@ class Renewer {
   void Cutter() EXCLUDES(mu_);
   // Before each statement of an attempt on conn_: the cutter watches it,
   // with the whole budget of cut_ttl_ms from now (a batch of several
-  // statements on a loaded server is not cut for their sum).
-  void ArmCut(int64_t cut_ttl_ms) EXCLUDES(mu_);
+  // statements on a loaded server is not cut for their sum). False: the
+  // attempt was cut already (just as the last statement's answer came);
+  // the next statement is not to be sent.
+  [[nodiscard]] bool ArmCut(int64_t cut_ttl_ms) EXCLUDES(mu_);
   // After the attempt: the cutter stands down; whether it cut conn_.
   bool DisarmCut() EXCLUDES(mu_);
   // RenewBatch's statements on conn_; each is cut at the budget of
@@ -146,7 +148,7 @@ class Renewer {
   // the renewer's thread (Run and what it calls), so no mutex.
   std::unique_ptr<Conn> conn_;
   Clock::time_point conn_used_;  // its last statement (or its connect)
-  Clock::time_point armed_at_;   // the last ArmCut: its statement's send
+  Clock::time_point armed_at_;   // the last ArmCut that armed: its statement's send
 };
 
 }  // namespace dlock
