@@ -20,7 +20,11 @@ int64_t SlackUs(int64_t ttl_ms) { return ttl_ms * 1000 / 6; }
 // Each statement of a renewal attempt waits a renew interval (at least
 // 1 s) for its answer, not the whole read timeout (30 s by default, longer
 // than most leases): then it is cut and the renewal retried on a new
-// connection, which on a multi-host URL goes to another node first. Per
+// connection, which on a multi-host URL goes to another node first. The
+// interval of the shortest lease the watchdog renews, whatever the
+// statement's batch: the watchdog is one thread, and a longer lease's
+// statement that stalls holds back every shorter lease's renewal (a 60 s
+// lease's budget is 20 s, longer than a 5 s lease lives). Per
 // statement, not per attempt: an attempt of several statements (a batch of
 // more than kMaxRenewBatch leases, or the check after a loss) on a loaded
 // server that answers each in time is healthy work, and a cut would also
@@ -75,9 +79,10 @@ int64_t RenewStatementBudgetUs(int64_t ttl_ms) { return AttemptUs(ttl_ms); }
 //    statement's cut would.
 // E.g. ttl 3 s: 1 s and 2 s; ttl 30 s (the default): 5 s (the client's,
 // below ttl/3) and 11 s; ttl 15 s on Galera: 5 s and 6 s.
-// The shortest ttl the watchdog renews sets them: it is the first at risk,
-// and a longer lease's statement that outlasts the read timeout before its
-// own cut fails early, long before its lease is at risk.
+// The shortest ttl the watchdog renews when it connects sets them: it is
+// the first at risk, and every statement is cut at its budget. A shorter
+// lease added later leaves the connection's read timeout looser than the
+// cut; the cutter, at the new shortest budget, still acts first.
 ClientOptions RenewerConnOptions(const ClientOptions& client, int64_t ttl_ms) {
   ClientOptions o = client;
   const int64_t ttl = std::max<int64_t>(ttl_ms, 1);
@@ -176,15 +181,21 @@ Status Renewer::EnsureConn(int64_t ttl_ms) {
   return Status::OK();
 }
 
-void Renewer::ArmCut(int64_t ttl_ms) {
-  armed_at_ = Clock::now();
+bool Renewer::ArmCut(int64_t cut_ttl_ms) {
   MutexLock g(mu_);
   if (inflight_ == nullptr) {  // the attempt's first statement
     inflight_ = conn_.get();
     cut_ = false;
+  } else if (cut_) {
+    // Cut as the last statement's answer came: the socket is shut, and the
+    // statement that took its whole budget is the one to blame (armed_at_
+    // stays its send).
+    return false;
   }
-  cut_at_ = armed_at_ + std::chrono::microseconds(AttemptUs(ttl_ms));
+  armed_at_ = Clock::now();
+  cut_at_ = armed_at_ + std::chrono::microseconds(AttemptUs(cut_ttl_ms));
   cut_cv_.notify_all();
+  return true;
 }
 
 bool Renewer::DisarmCut() {
@@ -202,7 +213,7 @@ Status Renewer::RenewBatch(int64_t ttl_ms, int64_t conn_ttl_ms, const std::vecto
   Status s = EnsureConn(conn_ttl_ms);
   if (!s.ok()) return s;
   conn_used_ = Clock::now();
-  s = RenewOn(ttl_ms, items, sent, outcomes, until);
+  s = RenewOn(ttl_ms, std::min(ttl_ms, conn_ttl_ms), items, sent, outcomes, until);
   const bool cut = DisarmCut();
   if (cut && !s.ok()) {
     conn_->NoteUnresponsive();
@@ -220,8 +231,16 @@ Status Renewer::RenewBatch(int64_t ttl_ms, int64_t conn_ttl_ms, const std::vecto
   return s;
 }
 
-Status Renewer::RenewOn(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
-                        std::vector<Outcome>* outcomes, std::vector<Clock::time_point>* until) {
+Status Renewer::RenewOn(int64_t ttl_ms, int64_t cut_ttl_ms, const std::vector<Item>& items,
+                        Clock::time_point* sent, std::vector<Outcome>* outcomes,
+                        std::vector<Clock::time_point>* until) {
+  // Cut as the previous statement's answer came: what it did stands (its
+  // chunks renewed), the rest is not sent on the shut socket.
+  const auto cut_before = [] {
+    return Status(Code::kConnect,
+                  "the answer to the previous statement came as it was cut; the rest of the "
+                  "renewal was not sent");
+  };
   Status s;
   const RenewSql& sql = client_->sql().renew;
   Counters& counters = client_->counters();
@@ -241,7 +260,7 @@ Status Renewer::RenewOn(int64_t ttl_ms, const std::vector<Item>& items, Clock::t
     ExecResult r;
     // The first chunk's send time serves them all: later chunks' leases
     // then end by our clock no later than by the server's.
-    ArmCut(ttl_ms);
+    if (!ArmCut(cut_ttl_ms)) return cut_before();
     if (start == 0) *sent = Clock::now();
     s = conn_->Exec(sql.batch[log2], params, &r);
     counters.renew_statements.fetch_add(1);
@@ -262,7 +281,7 @@ Status Renewer::RenewOn(int64_t ttl_ms, const std::vector<Item>& items, Clock::t
     // the server later with its own older NOW()). So its deadline is what
     // the server says is left, counted from this check's send (and never
     // past what this batch's send gives), the 0.1% margin taken off.
-    ArmCut(ttl_ms);
+    if (!ArmCut(cut_ttl_ms)) return cut_before();
     const Clock::time_point check_sent = Clock::now();
     s = conn_->Exec(sql.check[log2], keys_owners, &r);
     counters.renew_statements.fetch_add(1);

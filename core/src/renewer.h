@@ -19,8 +19,9 @@ namespace dlock {
 class ClientImpl;
 
 // How long the watchdog waits for the answer to one renewal statement
-// before the cutter aborts its connection: a renew interval, ttl/3, but at
-// least 1 s (renewer.cc says why).
+// before the cutter aborts its connection, ttl_ms being the shortest lease
+// it renews (whichever lease the statement renews): a renew interval,
+// ttl/3, but at least 1 s (renewer.cc says why).
 int64_t RenewStatementBudgetUs(int64_t ttl_ms);
 // The options of the watchdog's own connection, for leases of ttl_ms (the
 // shortest it renews): the connect and its handshake are bounded so that a
@@ -95,10 +96,11 @@ class Renewer {
   // Renews items (all with the same ttl) in as few statements as possible.
   // Fills outcomes[i]; returns the status of the failure, if any. Runs on
   // the renewer's thread without mu_: I/O never blocks Add() and Remove().
-  // until[i]: a renewed lease's new deadline. The attempt is given up
-  // (the cutter aborts the connection; see Cutter) when a statement of it
-  // has no answer RenewStatementBudgetUs after it was sent. conn_ttl_ms:
-  // the shortest ttl renewed, for a new connection's timeouts.
+  // until[i]: a renewed lease's new deadline. conn_ttl_ms: the shortest
+  // ttl renewed, for a new connection's timeouts and the cut: the attempt
+  // is given up (the cutter aborts the connection; see Cutter) when a
+  // statement of it has no answer RenewStatementBudgetUs(min(ttl_ms,
+  // conn_ttl_ms)) after it was sent.
   Status RenewBatch(int64_t ttl_ms, int64_t conn_ttl_ms, const std::vector<Item>& items,
                     Clock::time_point* sent, std::vector<Outcome>* outcomes,
                     std::vector<Clock::time_point>* until) EXCLUDES(mu_);
@@ -108,15 +110,18 @@ class Renewer {
   // lease's ttl, while the other nodes of a multi-host URL could renew it.
   void Cutter() EXCLUDES(mu_);
   // Before each statement of an attempt on conn_: the cutter watches it,
-  // with the whole budget from now (a batch of several statements on a
-  // loaded server is not cut for their sum).
-  void ArmCut(int64_t ttl_ms) EXCLUDES(mu_);
+  // with the whole budget of cut_ttl_ms from now (a batch of several
+  // statements on a loaded server is not cut for their sum). False: the
+  // attempt was cut already (just as the last statement's answer came);
+  // the next statement is not to be sent.
+  [[nodiscard]] bool ArmCut(int64_t cut_ttl_ms) EXCLUDES(mu_);
   // After the attempt: the cutter stands down; whether it cut conn_.
   bool DisarmCut() EXCLUDES(mu_);
-  // RenewBatch's statements on conn_.
-  Status RenewOn(int64_t ttl_ms, const std::vector<Item>& items, Clock::time_point* sent,
-                 std::vector<Outcome>* outcomes, std::vector<Clock::time_point>* until)
-      EXCLUDES(mu_);
+  // RenewBatch's statements on conn_; each is cut at the budget of
+  // cut_ttl_ms (the SQL and the deadlines use ttl_ms).
+  Status RenewOn(int64_t ttl_ms, int64_t cut_ttl_ms, const std::vector<Item>& items,
+                 Clock::time_point* sent, std::vector<Outcome>* outcomes,
+                 std::vector<Clock::time_point>* until) EXCLUDES(mu_);
   // A connection for leases whose shortest ttl is ttl_ms (RenewerConnOptions).
   Status EnsureConn(int64_t ttl_ms) EXCLUDES(mu_);
   // The shortest ttl of the leases registered (0 when none).
@@ -143,7 +148,7 @@ class Renewer {
   // the renewer's thread (Run and what it calls), so no mutex.
   std::unique_ptr<Conn> conn_;
   Clock::time_point conn_used_;  // its last statement (or its connect)
-  Clock::time_point armed_at_;   // the last ArmCut: its statement's send
+  Clock::time_point armed_at_;   // the last ArmCut that armed: its statement's send
 };
 
 }  // namespace dlock

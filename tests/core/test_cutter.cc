@@ -11,6 +11,9 @@
 //    loss cleanly;
 //  - a slow server that answers every statement in time: an attempt of
 //    several statements is not cut for their sum;
+//  - a long lease's renewal that stalls is cut at the budget of the
+//    shortest lease the watchdog renews, not its own: the short lease,
+//    waiting behind it on the one watchdog thread, keeps its hold;
 //  - and the pool's connect (conn.cc, Conn::Connect): a multi-host URL whose
 //    first nodes accept and never answer costs a try its wait, not a
 //    connect_timeout per node, and a long enough wait still gets the node
@@ -106,6 +109,25 @@ class Relay {
     std::lock_guard<std::mutex> g(mu_);
     delay_ = d;
   }
+  // The next command from a client whose packet carries these bytes (a
+  // statement's parameter, such as a lease's key) never reaches the
+  // server, and its connection goes quiet both ways from there; the other
+  // connections, and new ones, go on as before. Once.
+  void StallNextCarrying(const std::string& bytes) {
+    std::lock_guard<std::mutex> g(mu_);
+    stall_bytes_ = bytes;
+    stalled_at_ = {};
+  }
+  // When that command came (the epoch while it has not).
+  Clock::time_point stalled_at() {
+    std::lock_guard<std::mutex> g(mu_);
+    return stalled_at_;
+  }
+  // Connections accepted so far.
+  int accepted() {
+    std::lock_guard<std::mutex> g(mu_);
+    return accepted_;
+  }
   // Closes the listener and every socket: whatever waits on the relay fails
   // at once, and new connects are refused.
   void Stop() {
@@ -167,6 +189,10 @@ class Relay {
     Pair p;
     p.down = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
     if (p.down < 0) return;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      ++accepted_;
+    }
     if (mode == Mode::kSilent) {
       p.frozen = true;
     } else {
@@ -202,11 +228,13 @@ class Relay {
       // the wait returned.
       Mode mode;
       milliseconds delay;
+      std::string stall;
       {
         std::lock_guard<std::mutex> g(mu_);
         if (stop_) return;
         mode = mode_;
         delay = delay_;
+        stall = stall_bytes_;
         if (freeze_all_) {
           for (Pair& p : pairs_) p.frozen = true;
           freeze_all_ = false;
@@ -241,6 +269,16 @@ class Relay {
               p.frozen = true;
               break;
             }
+            if (pkt[3] == 0 && !stall.empty() && pkt.find(stall, 4) != std::string::npos) {
+              p.frozen = true;
+              std::lock_guard<std::mutex> g(mu_);
+              if (stall_bytes_ == stall) {
+                stall_bytes_.clear();
+                stalled_at_ = Clock::now();
+              }
+              stall.clear();
+              break;
+            }
             const bool stmt = pkt[3] == 0 && pkt.size() > 4 && (pkt[4] == 0x16 || pkt[4] == 0x17);
             Clock::time_point ready = Clock::now() + (stmt ? delay : milliseconds(0));
             if (!p.pending.empty()) ready = std::max(ready, p.pending.back().ready);
@@ -266,6 +304,9 @@ class Relay {
   Mode mode_ = Mode::kForward;      // guarded by mu_
   bool freeze_all_ = false;         // guarded by mu_
   milliseconds delay_{0};           // guarded by mu_
+  std::string stall_bytes_;         // guarded by mu_
+  Clock::time_point stalled_at_{};  // guarded by mu_
+  int accepted_ = 0;                // guarded by mu_
   bool stop_ = false;               // guarded by mu_
   std::vector<Pair> pairs_;         // the relay's thread only (and Stop after the join)
 };
@@ -634,6 +675,100 @@ TEST_CASE("a slow server that answers each statement in time: an attempt of seve
   CHECK(taken->Release().code() != Code::kOk);
   kept.reset();
   taken.reset();
+  c.reset();
+}
+
+TEST_CASE("a long lease's renewal that stalls is cut at the shortest lease's budget: the short lease keeps its hold") {
+  // One watchdog renews a 30 s lease (its own budget 10 s) and a 6 s one
+  // (budget 2 s, renewed every 2 s), one batch after the other on one
+  // thread. Its connection is opened for the 30 s lease alone (read
+  // timeout 11 s), so only the cutter frees it. The 30 s lease's renewal
+  // goes out with a tick of the 6 s one (it rides along once within ttl/6
+  // of falling due), right after the 6 s lease's batch, and stalls: cut at
+  // its own budget, the 6 s lease, renewed last just before, runs out
+  // while the watchdog waits (~6 s). Cut at the 6 s lease's budget (2 s),
+  // both are renewed on a new connection, ~4 s before the 6 s lease would
+  // end (2 s to spare with the loaded machine's reconnect taken off).
+  constexpr int64_t kLong = 30000, kShort = 6000;
+  const dlock::ClientOptions server = ServerOptions();
+  Relay relay(server.host, server.port);
+  auto c = Open(RelayUrl(relay));
+  Admin admin;
+  const std::string p = UniquePrefix("cutmixed");
+  const std::string long_key = p + "long", short_key = p + "short";
+  uint64_t pool0 = 0;
+  REQUIRE(c->Counter("pool_open", &pool0).ok());
+  const int accepted0 = relay.accepted();
+  auto long_lock = AutoRenewed(c, long_key, kLong);
+  // The watchdog connects at once for its only lease: a connection the
+  // relay took beyond the pool's is its own.
+  REQUIRE_MESSAGE(PollUntil(Clock::now() + milliseconds(5000), [&] {
+                    uint64_t pool = 0;
+                    return c->Counter("pool_open", &pool).ok() &&
+                           relay.accepted() - accepted0 > static_cast<int>(pool - pool0);
+                  }, milliseconds(10)),
+                  "the watchdog did not connect");
+  auto short_lock = AutoRenewed(c, short_key, kShort);
+  AwaitRenewal(admin, short_key, kShort);  // on that connection
+  const std::string long_before = Expiry(admin, long_key);
+  relay.StallNextCarrying(long_key);
+
+  // The 30 s lease's renewal falls due (rides along) 5-7 s after its acquire.
+  REQUIRE_MESSAGE(PollUntil(Clock::now() + milliseconds(kLong / 2),
+                            [&] { return relay.stalled_at() != Clock::time_point{}; }, milliseconds(20)),
+                  "the 30 s lease's renewal did not come");
+  const Clock::time_point t0 = relay.stalled_at();
+  const std::string short_at_stall = Expiry(admin, short_key);
+
+  // Until both leases were renewed after the stall, or the 6 s one was
+  // lost (without the cut at its budget: ~10 s after the stall, when the
+  // watchdog is freed and sees it ran out).
+  Seen seen_long, seen_short;
+  bool renewed = false;
+  while (!renewed && seen_short.lost_at == Clock::time_point{} && MsSince(t0) < 14000) {
+    dlock::Event e;
+    if (c->NextEvent(100, &e).ok()) {
+      Seen* s = e.key == long_key ? &seen_long : e.key == short_key ? &seen_short : nullptr;
+      if (s == nullptr) continue;
+      if (e.type == dlock::EventType::kRenewRetry && e.message.find("the renewal was cut") != std::string::npos &&
+          s->cut_at == Clock::time_point{}) {
+        s->cut_at = Clock::now();
+        s->cut_message = e.message;
+      } else if (e.type == dlock::EventType::kLost && s->lost_at == Clock::time_point{}) {
+        s->lost_at = Clock::now();
+        s->lost_message = e.message;
+      } else {
+        s->other += e.message + "; ";
+      }
+      continue;
+    }
+    renewed = seen_long.cut_at != Clock::time_point{} && Expiry(admin, long_key) > long_before &&
+              Expiry(admin, short_key) > short_at_stall;
+  }
+  INFO("long: cut " << seen_long.cut_message << "; lost " << seen_long.lost_message << "; other "
+                    << seen_long.other);
+  INFO("short: cut " << seen_short.cut_message << "; lost " << seen_short.lost_message << "; other "
+                     << seen_short.other);
+  CHECK_MESSAGE(seen_short.lost_at == Clock::time_point{},
+                "the 6 s lease was lost " << MsBetween(t0, seen_short.lost_at) << " ms after the stall");
+  REQUIRE(seen_long.cut_at != Clock::time_point{});
+  MESSAGE("the 30 s lease's renewal cut " << MsBetween(t0, seen_long.cut_at)
+                                          << " ms after it stalled (the statement waited "
+                                          << CutWaitMs(seen_long.cut_message) << " ms)");
+  // The 6 s lease's budget, not the 30 s one's (10 s).
+  CHECK(CutWaitMs(seen_long.cut_message) >= 1990);
+  CHECK(CutWaitMs(seen_long.cut_message) < 3500);
+  CHECK(MsBetween(t0, seen_long.cut_at) < 4000);
+  CHECK(renewed);
+  CHECK(seen_short.cut_at == Clock::time_point{});  // its own batch was never cut
+  CHECK(short_lock->held());
+  DT_CHECK_CODE(short_lock->WaitLost(0), Code::kTimeout);
+  CHECK(long_lock->held());
+
+  DT_CHECK_CODE(short_lock->Release(), Code::kOk);
+  DT_CHECK_CODE(long_lock->Release(), Code::kOk);
+  short_lock.reset();
+  long_lock.reset();
   c.reset();
 }
 
