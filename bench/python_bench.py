@@ -16,6 +16,13 @@ The contended scenarios of dlock_bench through the Python package: one key,
 and (d) every handoff to a waiter (20 ms outside), with P*T threads in one
 process and T threads in each of P processes; lease and row lock. Prints the
 same figures as dlock_bench's (c)/(d) rows.
+
+    python bench/python_bench.py URL1 --contend --node URL2 --node URL3 [--threads T]
+        [--modes lease] [--fair both]
+
+The same across servers (the nodes of one Galera cluster, say:
+bench/galera_bench.sh): one process per URL, T threads each, all on one key;
+prints per-node acquisitions and their max:min beside the per-thread figures.
 """
 
 from __future__ import annotations
@@ -110,14 +117,14 @@ def _contender(lk, proc: int, tid: int, start: float, end: float, outside: float
 
 
 def _process(url: str, mode: str, key: str, proc: int, threads: int, start: float, end: float,
-             outside: float, q) -> None:
+             outside: float, fair: bool, q) -> None:
     import dlock
 
     client = dlock.connect(url, pool=threads + 4)
     out: list = []
     ts = []
     for t in range(threads):
-        lk = (client.lock(key) if mode == "lease" else client.row_lock(key))
+        lk = (client.lock(key, fair=fair) if mode == "lease" else client.row_lock(key, fair=fair))
         th = threading.Thread(target=_contender,
                               args=(lk, proc, proc * threads + t, start, end, outside, out))
         th.start()
@@ -128,13 +135,15 @@ def _process(url: str, mode: str, key: str, proc: int, threads: int, start: floa
     q.put(out)
 
 
-def contend(url: str, mode: str, procs: int, threads: int, seconds: float, outside: float) -> dict:
+def contend(urls: list, mode: str, procs: int, threads: int, seconds: float, outside: float,
+            fair: bool = True) -> dict:
     key = f"bench:py:contended:{uuid.uuid4().hex[:8]}"
     start = time.monotonic() + 1.5  # CLOCK_MONOTONIC: the same in every process
     end = start + seconds
     ctx = multiprocessing.get_context("fork")
     q = ctx.Queue()
-    ps = [ctx.Process(target=_process, args=(url, mode, key, p, threads, start, end, outside, q))
+    ps = [ctx.Process(target=_process,
+                      args=(urls[p % len(urls)], mode, key, p, threads, start, end, outside, fair, q))
           for p in range(procs)]
     for p in ps:
         p.start()
@@ -157,12 +166,14 @@ def contend(url: str, mode: str, procs: int, threads: int, seconds: float, outsi
     hand.sort()
     pct = (lambda q: hand[min(len(hand) - 1, int(q * len(hand)))]) if hand else (lambda q: 0.0)
     per = [0] * (procs * threads)
+    node = [0] * len(urls)
     for r in recs:
         per[r[3]] += 1
+        node[r[4] % len(urls)] += 1
     inwin = sum(1 for r in recs if start <= r[1] < end)
     return {"acq": len(recs), "limit": inwin / seconds / 50.0, "p50": pct(0.5), "p99": pct(0.99),
             "most": max(per), "fewest": min(per), "retake": retake / max(1, len(recs) - 1),
-            "overlaps": overlaps}
+            "overlaps": overlaps, "node": node}
 
 
 def _ratio(most: int, fewest: int) -> str:
@@ -170,25 +181,43 @@ def _ratio(most: int, fewest: int) -> str:
 
 
 def contend_main(a) -> None:
-    n = a.procs * a.threads
+    urls = [a.url] + (a.node or [])
+    modes = [m for m in a.modes.split(",") if m]
+    if not modes or any(m not in ("lease", "row") for m in modes):
+        sys.exit(f"python_bench: --modes takes lease and/or row, not {a.modes!r}")
+    fairs = {"1": (True,), "0": (False,), "both": (True, False)}.get(a.fair)
+    if fairs is None:
+        sys.exit(f"python_bench: --fair takes 1, 0 or both, not {a.fair!r}")
+    if len(urls) > 1:  # across servers: one process per node (or a multiple of them)
+        procs = a.procs if a.procs % len(urls) == 0 else len(urls)
+        layouts = ((procs, a.threads),)
+    else:
+        layouts = ((1, a.procs * a.threads), (a.procs, a.threads))
     for loop in (True, False):
-        for procs, threads in ((1, n), (a.procs, a.threads)):
+        for procs, threads in layouts:
+            n = procs * threads
+            where = f" on {len(urls)} servers" if len(urls) > 1 else ""
             print(("(c) the article's loop" if loop else "(d) every handoff to a waiter (20 ms outside)")
-                  + f", {n} threads in {procs} process{'es' if procs > 1 else ''}, 20 ms inside, "
+                  + f", {n} threads in {procs} process{'es' if procs > 1 else ''}{where}, 20 ms inside, "
                   f"{a.seconds:.0f} s, Python")
-            for mode in ("lease", "row"):
-                f = contend(a.url, mode, procs, threads, a.seconds, 0.0 if loop else 0.020)
-                name = f"python {mode}"
-                if loop:
-                    print(f"  {name:30} {f['acq']:6} acq  {f['limit'] * 100:4.0f}% of limit  per thread "
-                          f"max:min {_ratio(f['most'], f['fewest']):8} re-take {f['retake'] * 100:4.0f}%  "
-                          f"overlaps {f['overlaps']}")
-                else:
-                    r = f["p99"] / f["p50"] if f["p50"] else 0.0
-                    print(f"  {name:30} {f['acq']:6} acq  {f['limit'] * 100:4.0f}% of limit  handoff p50 "
-                          f"{f['p50']:6.2f} ms  p99 {f['p99']:6.2f} ms ({r:4.1f}x)  per thread "
-                          f"{_ratio(f['most'], f['fewest']):7} overlaps {f['overlaps']}")
-                sys.stdout.flush()
+            for mode in modes:
+                for fair in fairs:
+                    f = contend(urls, mode, procs, threads, a.seconds, 0.0 if loop else 0.020, fair)
+                    name = f"python {mode}" + ("" if fair else " fair=0")
+                    nodes = ""
+                    if len(urls) > 1:
+                        nodes = (f"  per node {'/'.join(map(str, f['node']))} "
+                                 f"({_ratio(max(f['node']), min(f['node']))})")
+                    if loop:
+                        print(f"  {name:30} {f['acq']:6} acq  {f['limit'] * 100:4.0f}% of limit  per thread "
+                              f"max:min {_ratio(f['most'], f['fewest']):8} re-take {f['retake'] * 100:4.0f}%  "
+                              f"overlaps {f['overlaps']}{nodes}")
+                    else:
+                        r = f["p99"] / f["p50"] if f["p50"] else 0.0
+                        print(f"  {name:30} {f['acq']:6} acq  {f['limit'] * 100:4.0f}% of limit  handoff p50 "
+                              f"{f['p50']:6.2f} ms  p99 {f['p99']:6.2f} ms ({r:4.1f}x)  per thread "
+                              f"{_ratio(f['most'], f['fewest']):7} overlaps {f['overlaps']}{nodes}")
+                    sys.stdout.flush()
 
 
 def main() -> None:
@@ -201,6 +230,10 @@ def main() -> None:
     ap.add_argument("--procs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=10)
     ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--node", action="append", metavar="URL",
+                    help="--contend across servers: another server's URL (repeat)")
+    ap.add_argument("--modes", default="lease,row", help="--contend: lease, row or both (lease,row)")
+    ap.add_argument("--fair", default="1", help="--contend: fair=1 (default), 0, or both")
     a = ap.parse_args()
     if a.contend:
         contend_main(a)

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Fairness across the nodes of one Galera cluster: starts a throwaway 3-node
+# cluster on loopback (scripts/galera.sh), runs the benchmark's contended
+# lease scenarios through the Python package with one process per node and
+# T threads in each, all on one key ((c) the article's loop: release, then at
+# once acquire again; (d) every handoff to a waiter, 20 ms outside), with
+# fair=1 and fair=0, and removes the cluster. Prints acquisitions per node and
+# their max:min beside the per-thread figures. Not in CI (about a minute with
+# the cluster's start). Row locks are refused on Galera, so lease only.
+#   bench/galera_bench.sh [BUILD_DIR] [--seconds S] [--threads T]
+# BUILD_DIR and DLOCK_PYTHON as for bench/run.sh.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$root/build
+seconds=10 threads=4
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds=$2; shift ;;
+    --threads) threads=$2; shift ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    *) build=$(cd "$1" && pwd) ;;
+  esac
+  shift
+done
+py=${DLOCK_PYTHON:-}
+[ -z "$py" ] && [ -x "$build/venv/bin/python" ] && py=$build/venv/bin/python
+[ -z "$py" ] && py=python3
+[ -d "$build/python/dlock" ] && export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
+"$py" -c 'import dlock' 2>/dev/null ||
+  { echo "galera_bench: $py has no dlock package (pip install . or DLOCK_PYTHON=...)" >&2; exit 1; }
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/dlock-gbench.XXXXXX")
+trap '"$root/scripts/galera.sh" destroy "$dir" >/dev/null 2>&1 || true' EXIT
+"$root/scripts/galera.sh" start "$dir" >/dev/null
+mapfile -t urls < <("$root/scripts/galera.sh" urls "$dir")
+echo "3-node Galera cluster on loopback ($(nproc) cores), MariaDB $("$root/scripts/galera.sh" sql "$dir" 1 -N -e 'SELECT VERSION()')"
+"$py" "$root/bench/python_bench.py" "${urls[0]}" --node "${urls[1]}" --node "${urls[2]}" \
+  --contend --procs 3 --threads "$threads" --seconds "$seconds" --modes lease --fair both
