@@ -4,9 +4,11 @@
 # lease scenarios through the Python package with one process per node and
 # T threads in each, all on one key ((c) the article's loop: release, then at
 # once acquire again; (d) every handoff to a waiter, 20 ms outside), with
-# fair=1 and fair=0, and removes the cluster. Prints acquisitions per node and
-# their max:min beside the per-thread figures. Not in CI (about a minute with
-# the cluster's start). Row locks are refused on Galera, so lease only.
+# fair=1 and fair=0 (acquisitions per node and their max:min beside the
+# per-thread figures); then (g), a prototype of a claim order kept by the
+# server, against plain polling, in bare SQL (bench/galera_claims.py); then
+# removes the cluster. Not in CI (about two minutes with the cluster's start).
+# Row locks are refused on Galera, so lease only.
 #   bench/galera_bench.sh [BUILD_DIR] [--seconds S] [--threads T]
 # BUILD_DIR and DLOCK_PYTHON as for bench/run.sh.
 set -euo pipefail
@@ -36,3 +38,8 @@ mapfile -t urls < <("$root/scripts/galera.sh" urls "$dir")
 echo "3-node Galera cluster on loopback ($(nproc) cores), MariaDB $("$root/scripts/galera.sh" sql "$dir" 1 -N -e 'SELECT VERSION()')"
 "$py" "$root/bench/python_bench.py" "${urls[0]}" --node "${urls[1]}" --node "${urls[2]}" \
   --contend --procs 3 --threads "$threads" --seconds "$seconds" --modes lease --fair both
+if "$py" -c 'import pymysql' 2>/dev/null; then
+  "$py" "$root/bench/galera_claims.py" "${urls[@]}" --threads "$threads" --seconds "$seconds"
+else
+  echo "(g) skipped: $py has no pymysql (pip install pymysql)"
+fi
