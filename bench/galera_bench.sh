@@ -17,9 +17,9 @@ build=$root/build
 seconds=10 threads=4
 while [ $# -gt 0 ]; do
   case "$1" in
-    --seconds) seconds=$2; shift ;;
-    --threads) threads=$2; shift ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    --seconds) seconds=${2:?--seconds needs a number}; shift ;;
+    --threads) threads=${2:?--threads needs a number}; shift ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) build=$(cd "$1" && pwd) ;;
   esac
   shift

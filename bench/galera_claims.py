@@ -62,7 +62,7 @@ def setup(url: str) -> None:
 
 
 def contender(url: str, node: int, key: str, claims: bool, poll_s: float, start: float, end: float,
-              out: List[Tuple[float, float, int, int]], stats: Dict[str, int], mu: threading.Lock,
+              out: List[Tuple[float, float, int, int, float]], stats: Dict[str, int], mu: threading.Lock,
               tid: int) -> None:
     c = connect(url)
     me = uuid.uuid4().hex
@@ -76,8 +76,8 @@ def contender(url: str, node: int, key: str, claims: bool, poll_s: float, start:
         time.sleep(0.001)
     try:
         while time.monotonic() < end:
-            claimed, refreshed = False, 0.0
-            while True:
+            claimed, refreshed, claimed_at = False, 0.0, 0.0
+            while time.monotonic() < end:  # the run's end stops a waiter too
                 if claims:
                     n = execute(c, ordered, (me, key, key, me, key, me))
                 else:
@@ -91,8 +91,15 @@ def contender(url: str, node: int, key: str, claims: bool, poll_s: float, start:
                                "UTC_TIMESTAMP(6) + INTERVAL 500000 MICROSECOND) ON DUPLICATE KEY "
                                "UPDATE until = VALUES(until)", (key, me))
                     stmts += 1
-                    claimed = True
+                    if not claimed:
+                        claimed, claimed_at = True, refreshed
                 time.sleep(poll_s)
+            else:
+                n = 0
+            if n != 1:
+                if claimed:
+                    execute(c, f"DELETE FROM {WAIT} WHERE k = %s AND owner = %s", (key, me))
+                break
             acq = time.monotonic()
             if claimed:
                 execute(c, f"DELETE FROM {WAIT} WHERE k = %s AND owner = %s", (key, me))
@@ -102,7 +109,7 @@ def contender(url: str, node: int, key: str, claims: bool, poll_s: float, start:
             execute(c, f"UPDATE {LEASE} SET owner = '' WHERE k = %s AND owner = %s", (key, me))
             stmts += 1
             with mu:
-                out.append((acq, rs, node, tid))
+                out.append((acq, rs, node, tid, claimed_at))
     finally:
         with mu:
             stats["stmts"] = stats.get("stmts", 0) + stmts
@@ -114,7 +121,7 @@ def run(urls: List[str], threads: int, seconds: float, claims: bool, poll_ms: fl
     c = connect(urls[0])
     execute(c, f"INSERT INTO {LEASE} VALUES (%s, '', UTC_TIMESTAMP(6))", (key,))
     c.close()
-    out: List[Tuple[float, float, int, int]] = []
+    out: List[Tuple[float, float, int, int, float]] = []
     stats: Dict[str, int] = {}
     mu = threading.Lock()
     start = time.monotonic() + 1.0
@@ -133,13 +140,17 @@ def run(urls: List[str], threads: int, seconds: float, claims: bool, poll_ms: fl
     per_thread = [sum(1 for r in out if r[3] == i) for i in range(len(urls) * threads)]
     inwin = sum(1 for r in out if start <= r[0] < end)
     hand = sorted((b[0] - a[1]) * 1000 for a, b in zip(out, out[1:]) if b[0] >= a[1])
+    # Order: a waiter that registered its claim more than 5 ms before another's
+    # (one clock: CLOCK_MONOTONIC of this process) must not be granted after it.
+    waited = [r for r in out if r[4] > 0]
+    inversions = sum(1 for a in waited for b in waited if a[4] + 0.005 < b[4] and a[0] > b[0])
     p50 = hand[len(hand) // 2] if hand else 0.0
     ratio = (lambda v: f"{max(v) / min(v):.1f}:1" if min(v) else f"{max(v)}:0")
     name = "claims" if claims else "polling"
     print(f"  {name:8} poll {poll_ms:4.0f} ms  {len(out):5} acq  {inwin / seconds / 50 * 100:4.0f}% of limit  "
           f"per node {'/'.join(map(str, per_node))} ({ratio(per_node)})  per thread {ratio(per_thread)}  "
           f"handoff p50 {p50:5.2f} ms  {stats.get('stmts', 0) / max(1, len(out)):5.1f} stmts/acq  "
-          f"overlaps {overlaps}", flush=True)
+          f"overlaps {overlaps}  out of claim order {inversions} of {len(waited)} waits", flush=True)
 
 
 def main() -> None:

@@ -105,7 +105,9 @@ def _contender(lk, proc: int, tid: int, start: float, end: float, outside: float
         time.sleep(0.001)
     while time.monotonic() < end:
         t0 = time.monotonic()
-        if not lk.acquire(timeout=10):
+        # Waiting ends with the run: a starved thread does not get one last
+        # acquisition after the others stopped.
+        if not lk.acquire(timeout=max(0.001, end - time.monotonic())):
             continue
         acq = time.monotonic()
         time.sleep(0.020)
@@ -232,7 +234,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--node", action="append", metavar="URL",
                     help="--contend across servers: another server's URL (repeat)")
-    ap.add_argument("--modes", default="lease,row", help="--contend: lease, row or both (lease,row)")
+    ap.add_argument("--modes", default="lease,row", help="--contend: lease, row, or lease,row (the default)")
     ap.add_argument("--fair", default="1", help="--contend: fair=1 (default), 0, or both")
     a = ap.parse_args()
     if a.contend:
