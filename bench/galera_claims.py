@@ -17,12 +17,14 @@ on the same cluster:
             owner polls and lives 0.5 s past that (what a dead waiter costs)
 
 Both are the same statements on the same cluster, so their ratio is the cost
-of the order. A certification conflict (1213) or a deadlock is re-run.
+of the order. A certification conflict (1213) or a lock wait timeout is re-run
+(at most 100 times); any other error fails the run.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import threading
 import time
 import uuid
@@ -43,13 +45,14 @@ def connect(url: str):
 
 
 def execute(conn, sql: str, args=()) -> int:
-    while True:
+    for attempt in range(100):
         try:
             with conn.cursor() as cur:
                 return cur.execute(sql, args)
         except pymysql.err.OperationalError as e:
-            if e.args[0] not in RETRY:
+            if e.args[0] not in RETRY or attempt == 99:
                 raise
+    raise AssertionError("unreachable")
 
 
 def setup(url: str) -> None:
@@ -63,8 +66,13 @@ def setup(url: str) -> None:
 
 def contender(url: str, node: int, key: str, claims: bool, poll_s: float, start: float, end: float,
               out: List[Tuple[float, float, int, int, float]], stats: Dict[str, int], mu: threading.Lock,
-              tid: int) -> None:
-    c = connect(url)
+              tid: int, errors: List[str]) -> None:
+    try:
+        c = connect(url)
+    except Exception as e:  # noqa: BLE001 - every error fails the run
+        with mu:
+            errors.append(f"node {node}: {e}")
+        return
     me = uuid.uuid4().hex
     plain = (f"UPDATE {LEASE} SET owner = %s, exp = UTC_TIMESTAMP(6) + INTERVAL 30 SECOND "
              "WHERE k = %s AND (owner = '' OR exp < UTC_TIMESTAMP(6))")
@@ -72,18 +80,24 @@ def contender(url: str, node: int, key: str, claims: bool, poll_s: float, start:
                        "AND w.until > UTC_TIMESTAMP(6) AND w.since < COALESCE((SELECT since FROM "
                        f"{WAIT} m WHERE m.k = %s AND m.owner = %s), UTC_TIMESTAMP(6)))")
     stmts = 0
+
+    def drop_claim() -> None:
+        nonlocal stmts
+        execute(c, f"DELETE FROM {WAIT} WHERE k = %s AND owner = %s", (key, me))
+        stmts += 1
+
     while time.monotonic() < start:
         time.sleep(0.001)
     try:
         while time.monotonic() < end:
-            claimed, refreshed, claimed_at = False, 0.0, 0.0
+            won, claimed, refreshed, claimed_at = False, False, 0.0, 0.0
             while time.monotonic() < end:  # the run's end stops a waiter too
                 if claims:
-                    n = execute(c, ordered, (me, key, key, me, key, me))
+                    won = execute(c, ordered, (me, key, key, me, key, me)) == 1
                 else:
-                    n = execute(c, plain, (me, key))
+                    won = execute(c, plain, (me, key)) == 1
                 stmts += 1
-                if n == 1:
+                if won:
                     break
                 if claims and time.monotonic() - refreshed > 0.15:  # register, or keep alive, the claim
                     refreshed = time.monotonic()
@@ -94,22 +108,20 @@ def contender(url: str, node: int, key: str, claims: bool, poll_s: float, start:
                     if not claimed:
                         claimed, claimed_at = True, refreshed
                 time.sleep(poll_s)
-            else:
-                n = 0
-            if n != 1:
-                if claimed:
-                    execute(c, f"DELETE FROM {WAIT} WHERE k = %s AND owner = %s", (key, me))
-                break
             acq = time.monotonic()
             if claimed:
-                execute(c, f"DELETE FROM {WAIT} WHERE k = %s AND owner = %s", (key, me))
-                stmts += 1
+                drop_claim()
+            if not won:
+                break
             time.sleep(0.020)
             rs = time.monotonic()
             execute(c, f"UPDATE {LEASE} SET owner = '' WHERE k = %s AND owner = %s", (key, me))
             stmts += 1
             with mu:
                 out.append((acq, rs, node, tid, claimed_at))
+    except Exception as e:  # noqa: BLE001 - every error fails the run
+        with mu:
+            errors.append(f"node {node}: {type(e).__name__}: {e}")
     finally:
         with mu:
             stats["stmts"] = stats.get("stmts", 0) + stmts
@@ -123,17 +135,20 @@ def run(urls: List[str], threads: int, seconds: float, claims: bool, poll_ms: fl
     c.close()
     out: List[Tuple[float, float, int, int, float]] = []
     stats: Dict[str, int] = {}
+    errors: List[str] = []
     mu = threading.Lock()
     start = time.monotonic() + 1.0
     end = start + seconds
     ts = [threading.Thread(target=contender,
                            args=(urls[n], n, key, claims, poll_ms / 1000, start, end, out, stats, mu,
-                                 n * threads + t))
+                                 n * threads + t, errors))
           for n in range(len(urls)) for t in range(threads)]
     for t in ts:
         t.start()
     for t in ts:
         t.join()
+    if errors:
+        sys.exit("galera_claims: " + "; ".join(errors))
     out.sort()
     overlaps = sum(1 for a, b in zip(out, out[1:]) if b[0] < a[1])
     per_node = [sum(1 for r in out if r[2] == n) for n in range(len(urls))]

@@ -33,6 +33,7 @@ import multiprocessing
 import threading
 import glob
 import os
+import queue
 import statistics
 import sys
 import time
@@ -100,7 +101,15 @@ def py_cycles(lk, n: int) -> float:
     return (time.perf_counter() - t0) / n * 1000
 
 
-def _contender(lk, proc: int, tid: int, start: float, end: float, outside: float, out: list) -> None:
+def _contender(lk, proc: int, tid: int, start: float, end: float, outside: float, out: list,
+               errors: list) -> None:
+    try:
+        _contend_loop(lk, proc, tid, start, end, outside, out)
+    except Exception as e:  # noqa: BLE001 - every error fails the run
+        errors.append(f"process {proc} thread {tid}: {type(e).__name__}: {e}")
+
+
+def _contend_loop(lk, proc: int, tid: int, start: float, end: float, outside: float, out: list) -> None:
     while time.monotonic() < start:
         time.sleep(0.001)
     while time.monotonic() < end:
@@ -122,19 +131,25 @@ def _process(url: str, mode: str, key: str, proc: int, threads: int, start: floa
              outside: float, fair: bool, q) -> None:
     import dlock
 
-    client = dlock.connect(url, pool=threads + 4)
     out: list = []
-    ts = []
-    for t in range(threads):
-        lk = (client.lock(key, fair=fair) if mode == "lease" else client.row_lock(key, fair=fair))
-        th = threading.Thread(target=_contender,
-                              args=(lk, proc, proc * threads + t, start, end, outside, out))
-        th.start()
-        ts.append(th)
-    for th in ts:
-        th.join()
-    client.close()
-    q.put(out)
+    errors: list = []
+    try:  # the parent waits for this process's answer: it always gets one
+        client = dlock.connect(url, pool=threads + 4)
+        try:
+            ts = []
+            for t in range(threads):
+                lk = (client.lock(key, fair=fair) if mode == "lease" else client.row_lock(key, fair=fair))
+                th = threading.Thread(target=_contender,
+                                      args=(lk, proc, proc * threads + t, start, end, outside, out, errors))
+                th.start()
+                ts.append(th)
+            for th in ts:
+                th.join()
+        finally:
+            client.close()
+    except Exception as e:  # noqa: BLE001
+        errors.append(f"process {proc}: {type(e).__name__}: {e}")
+    q.put((out, errors))
 
 
 def contend(urls: list, mode: str, procs: int, threads: int, seconds: float, outside: float,
@@ -149,13 +164,22 @@ def contend(urls: list, mode: str, procs: int, threads: int, seconds: float, out
           for p in range(procs)]
     for p in ps:
         p.start()
-    recs = []
+    recs, errors = [], []
     for _ in ps:
-        recs.extend(q.get())
+        try:  # a process that died without answering must not hang the run
+            out, errs = q.get(timeout=seconds + 60)
+        except queue.Empty:
+            for p in ps:
+                p.kill()
+            sys.exit("python_bench: a contender process died without an answer")
+        recs.extend(out)
+        errors.extend(errs)
     for p in ps:
         p.join()
         if p.exitcode != 0:
             sys.exit("python_bench: a contender process failed")
+    if errors:
+        sys.exit("python_bench: " + "; ".join(errors[:5]))
     recs.sort(key=lambda r: r[1])
     hand, retake, overlaps = [], 0, 0
     for a, b in zip(recs, recs[1:]):
