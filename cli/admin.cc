@@ -233,9 +233,11 @@ int CmdInit(const std::string& url, bool print_sql) {
       dlock::SchemaSql sql;
       Status s = dlock::DescribeSchema(servers[i], &sql);
       if (!s.ok()) return Fail(kExitUnavailable, s.message());
-      std::printf("-- dlock schema (tables %s, %s, %s); run as a user with CREATE, then grant\n"
-                  "-- SELECT, INSERT, UPDATE, DELETE on them to the application's user.\n",
-                  sql.lease_table.c_str(), sql.fence_table.c_str(), sql.row_table.c_str());
+      std::printf("-- dlock schema (tables %s, %s, %s; %s is used on Galera only); run as a\n"
+                  "-- user with CREATE, then grant SELECT, INSERT, UPDATE, DELETE on them to the\n"
+                  "-- application's user.\n",
+                  sql.lease_table.c_str(), sql.fence_table.c_str(), sql.row_table.c_str(),
+                  sql.claim_table.c_str());
       for (const auto& st : sql.statements) std::printf("%s;\n", st.c_str());
       continue;
     }

@@ -85,6 +85,7 @@ Status DescribeSchema(const std::string& url, SchemaSql* out) {
   out->lease_table = o.table;
   out->fence_table = o.table + "_fence";
   out->row_table = o.row_table;
+  out->claim_table = o.table + "_claim";
   out->statements.clear();
   const Statements sql = OfflineStatements(o);
   for (const SchemaTable& t : sql.schema.tables) out->statements.push_back(t.ddl);
@@ -187,6 +188,7 @@ Status Admin::CreateSchema() { return EnsureTables(*impl_->conn, impl_->sql.sche
 Status Admin::CheckSchema(std::vector<TableCheck>* out) {
   out->clear();
   for (const SchemaTable& t : impl_->sql.schema.tables) {
+    if (t.galera_only && !impl_->conn->server().galera) continue;
     TableCheck tc;
     tc.name = t.name;
     Status s = CheckTableColumns(*impl_->conn, impl_->sql.schema, t.name, t.cols);
@@ -215,6 +217,7 @@ Status Admin::CheckGrants(bool need_create, GrantCheck* out) {
   const ClientOptions& o = impl_->opts;
   // What the client's open checks (schema.cc), so doctor and open agree.
   for (const SchemaTable& tb : impl_->sql.schema.tables) {
+    if (tb.galera_only && !impl_->conn->server().galera) continue;
     const auto have = PrivilegesOn(grants, o.database, tb.name);
     for (const char* p : tb.privileges)
       if (!HasPrivilege(have, p)) out->missing.push_back(std::string(p) + " on " + tb.name);

@@ -69,6 +69,25 @@ std::vector<SchemaTable> Tables(const ClientOptions& opts) {
        {"SELECT", "INSERT"},
        {}},
   };
+  // The claim order's table (Galera only; lease_scheme.cc): a waiter's
+  // place in line across nodes, which a node-local wake-up cannot keep.
+  SchemaTable claims = {
+      t + "_claim",
+      {{"lock_key", "varbinary("}, {"claimant", "varbinary("}, {"since_time", "datetime(6)"},
+       {"until_time", "datetime(6)"}},
+      "CREATE TABLE IF NOT EXISTS " + QuoteIdent(t + "_claim") +
+          " (lock_key VARBINARY(512) NOT NULL COMMENT 'the lease waited for',"
+          " claimant VARBINARY(255) NOT NULL COMMENT 'owner id of the waiting acquisition',"
+          " since_time DATETIME(6) NOT NULL COMMENT 'UTC, when it began to wait: its place in line',"
+          " until_time DATETIME(6) NOT NULL COMMENT 'UTC, when the claim dies unless kept alive',"
+          " PRIMARY KEY (lock_key, claimant)) ENGINE=InnoDB"
+          " COMMENT='dlock: waiters in line for a lease (Galera, fair=1)'",
+      // claimed (INSERT .. ON DUPLICATE KEY UPDATE), read by the acquire,
+      // dropped (DELETE)
+      {"SELECT", "INSERT", "UPDATE", "DELETE"},
+      {},
+      true};
+  out.push_back(claims);
   for (SchemaTable& tb : out)
     for (const char* p : tb.privileges)
       tb.probes.push_back(Probe(p, QuoteIdent(tb.name), tb.cols.front().first));
@@ -111,6 +130,14 @@ Statements CommonStatements(const ClientOptions& opts) {
                              " SET owner = '', expire_time = IF(LAST_INSERT_ID(expire_time >= " +
                              kNow + ") + 0 * IFNULL(RELEASE_LOCK(?), 0), '1970-01-01 00:00:00', "
                              "'1970-01-01 00:00:00') WHERE lock_key = ? AND owner = ?";
+
+  // The claim order (lease_scheme.cc). A claim keeps its place (since_time)
+  // while it is kept alive; until_time moves with each keep-alive.
+  const std::string c = QuoteIdent(opts.table + "_claim");
+  s.lease.claim = "INSERT INTO " + c + " (lock_key, claimant, since_time, until_time) VALUES (?, ?, " +
+                  kNow + ", " + kNow + " + INTERVAL ? MICROSECOND) ON DUPLICATE KEY UPDATE "
+                  "until_time = " + kNow + " + INTERVAL ? MICROSECOND";
+  s.lease.unclaim = "DELETE FROM " + c + " WHERE lock_key = ? AND claimant = ?";
 
   // The watchdog's batch (renewer.cc). Exact despite the two IN lists: an
   // owner id belongs to one acquisition of one key, so (key, owner) pairs
@@ -166,6 +193,38 @@ Statements CommonStatements(const ClientOptions& opts) {
                    "), 0), IFNULL(SUM(expire_time < " + kNow + " - INTERVAL 1 HOUR), 0) FROM " + t;
   s.admin.grants = "SHOW GRANTS";
   return s;
+}
+
+std::string OrderedAcquire(const ClientOptions& opts, std::string (*inserted)(const char* col),
+                           const char* alias, const char* share) {
+  const std::string t = QuoteIdent(opts.table);
+  const std::string f = QuoteIdent(opts.table + "_fence");
+  const std::string c = QuoteIdent(opts.table + "_claim");
+  const std::string owner = inserted("owner");
+  // A live claim of another owner that is older than ours (with none of our
+  // own: any live claim) keeps a free lease for it.
+  const std::string first =
+      "NOT EXISTS (SELECT 1 FROM " + c + " w WHERE w.lock_key = ? AND w.claimant <> ? AND "
+      "w.until_time >= " + kNow + " AND w.since_time < COALESCE((SELECT m.since_time FROM " + c +
+      " m WHERE m.lock_key = ? AND m.claimant = ?), '9999-12-31'))";
+  // Unlike the plain acquire, the owner is decided first and only once (the
+  // claims are read once), and the rest follows from it: a new owner or our
+  // own expired lease gets the next token, our own live one keeps its token
+  // (a repeat), and a lease that stays another's reports its remaining
+  // microseconds (0 when it is free but kept for an older claim).
+  return "INSERT INTO " + t + " (lock_key, owner, expire_time, create_time, fence) VALUES (?, ?, " +
+         kNow + " + INTERVAL ? MICROSECOND, " + kNow +
+         ", LAST_INSERT_ID(COALESCE((SELECT fence_floor FROM " + f + " WHERE id = 1 " + share +
+         "), 0) + 1))" + alias + " ON DUPLICATE KEY UPDATE "
+         "owner = IF(owner = " + owner + " OR (expire_time < " + kNow + " AND " + first + "), " +
+         owner + ", owner), "
+         "fence = IF(owner <> " + owner + ", fence + 0 * LAST_INSERT_ID(GREATEST(0, "
+         "TIMESTAMPDIFF(MICROSECOND, " + kNow + ", expire_time))), IF(expire_time < " + kNow +
+         ", LAST_INSERT_ID(fence + 1), LAST_INSERT_ID(fence))), "
+         "create_time = IF(owner = " + owner + " AND expire_time < " + kNow + ", " + kNow +
+         ", create_time), "
+         "expire_time = IF(owner = " + owner + ", GREATEST(expire_time + INTERVAL 1 MICROSECOND, " +
+         inserted("expire_time") + "), expire_time)";
 }
 
 bool IsMariaDbVersion(const std::string& server_version) {

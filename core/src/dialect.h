@@ -38,6 +38,16 @@ struct LeaseSql {
   std::string get_name;      // params: name, timeout_us -> 1 / 0 / NULL
   std::string release_name;  // params: name
   std::string release_and_wake;  // params: name, key, owner
+  // The claim order (on Galera with fair=1, where wake-up names are
+  // node-local): the acquire takes a free lease only if no live claim of
+  // another owner is older than the caller's own (none: than any);
+  // params: key, owner, ttl_us, key, owner, key, owner. A waiter that found
+  // the lease busy claims (or keeps its claim alive): params key, owner,
+  // window_us, window_us; the winner or a waiter that gives up drops it:
+  // params key, owner.
+  std::string acquire_ordered;
+  std::string claim;
+  std::string unclaim;
 };
 
 // The watchdog's batch (renewer.cc), prepared per size bucket: [i] serves
@@ -92,10 +102,13 @@ struct SchemaTable {
   std::string ddl;
   std::vector<const char*> privileges;  // "SELECT", "INSERT", "UPDATE", "DELETE"
   std::vector<std::string> probes;      // one per privilege
+  // Used on a Galera node only (the claim order): created and checked
+  // there, left alone elsewhere.
+  bool galera_only = false;
 };
 
 struct TableSql {
-  std::vector<SchemaTable> tables;  // lease, fence, row
+  std::vector<SchemaTable> tables;  // lease, fence, row, claims (Galera)
   std::string seed;     // seeds the fencing-floor row (idempotent)
   std::string epoch;    // moves the floor to the next epoch (kFenceEpoch)
   std::string columns;  // params: table -> COLUMN_NAME, COLUMN_TYPE
@@ -165,6 +178,13 @@ DLOCK_DIALECTS(DLOCK_DIALECT_DECLARE)
 
 // What every dialect shares (dialect_common.cc); a dialect's build starts here.
 Statements CommonStatements(const ClientOptions& opts);
+
+// The claim-ordered acquire (LeaseSql::acquire_ordered) in a dialect's
+// forms: `inserted(col)` names the inserted row's column in the upsert
+// (VALUES(col) or new.col), `alias` follows the VALUES list (" AS new" or
+// ""), `share` is the share-lock clause of the fencing floor's read.
+std::string OrderedAcquire(const ClientOptions& opts, std::string (*inserted)(const char* col),
+                           const char* alias, const char* share);
 
 // The dialect for a server: the forced one, or the first row of
 // dialect_table.h whose marker the version contains.

@@ -42,6 +42,9 @@ Statements Build(const ClientOptions& opts, bool /*on_mariadb*/) {
       "owner = IF(expire_time < " + now + " OR owner = VALUES(owner), VALUES(owner), owner), "
       "expire_time = IF(owner = VALUES(owner), "
       "GREATEST(expire_time + INTERVAL 1 MICROSECOND, VALUES(expire_time)), expire_time)";
+  s.lease.acquire_ordered = OrderedAcquire(
+      opts, [](const char* col) { return std::string("VALUES(") + col + ")"; }, "",
+      "LOCK IN SHARE MODE");
   // Never blocks behind a holder for long: a duplicate takes a share lock on
   // the existing row, which the holder has locked exclusively.
   s.row.create = "SET STATEMENT innodb_lock_wait_timeout=1 FOR INSERT IGNORE INTO " + r +

@@ -43,6 +43,11 @@ Statements Build(const ClientOptions& opts, bool on_mariadb) {
                 "owner = IF(expire_time < " + now + " OR owner = new.owner, new.owner, owner), "
                 "expire_time = IF(owner = new.owner, "
                 "GREATEST(expire_time + INTERVAL 1 MICROSECOND, new.expire_time), expire_time)";
+  s.lease.acquire_ordered =
+      on_mariadb ? kMariaDbDialect.build(opts, true).lease.acquire_ordered
+                 : OrderedAcquire(
+                       opts, [](const char* col) { return std::string("new.") + col; }, " AS new",
+                       "FOR SHARE");
   // Run between set_wait(1) and restore_wait: a duplicate takes a share lock
   // on the existing row, which its holder has locked exclusively.
   s.row.create = "INSERT IGNORE INTO " + r + " (lock_name, updated_time) VALUES (?, " + now + ")";

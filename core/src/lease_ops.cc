@@ -9,7 +9,8 @@ namespace dlock {
 
 Status LeaseAcquire(ClientImpl& client, const std::string& key, const std::string& owner, int64_t ttl_ms,
                                 Clock::time_point deadline, Conn* preferred, LeaseAttempt* out,
-                                const std::function<bool()>& stop, const ServerWait* wait) {
+                                const std::function<bool()>& stop, const ServerWait* wait,
+                                bool ordered) {
   PoolConns fresh(&client, deadline, stop);
   RetryPolicy p("acquire", client.RetryUntil(deadline), stop);
   p.deadline = deadline;  // 1213 re-runs end with the wait (kBusy)
@@ -19,8 +20,14 @@ Status LeaseAcquire(ClientImpl& client, const std::string& key, const std::strin
     if (wait != nullptr && !wait->enter(*conn))
       return Status(Code::kCancelled, "acquire: cancelled");
     auto sent = Clock::now();
-    Status s = c.Exec(client.sql().lease.acquire,
-                      {Param::Bytes(key), Param::Bytes(owner), Param::Int(ttl_ms * 1000)}, &r);
+    Status s = ordered
+                   ? c.Exec(client.sql().lease.acquire_ordered,
+                            {Param::Bytes(key), Param::Bytes(owner), Param::Int(ttl_ms * 1000),
+                             Param::Bytes(key), Param::Bytes(owner), Param::Bytes(key),
+                             Param::Bytes(owner)},
+                            &r)
+                   : c.Exec(client.sql().lease.acquire,
+                            {Param::Bytes(key), Param::Bytes(owner), Param::Int(ttl_ms * 1000)}, &r);
     if (wait != nullptr) wait->leave();
     if (!s.ok()) return s;
     // 1 = inserted, 2 = took over / repeated our own; 0 = held by another.
@@ -70,6 +77,28 @@ Status LeaseRelease(ClientImpl& client, const std::string& key, const std::strin
     if (s.ok() && !r.rows.empty() && r.rows[0][0] && r.rows[0][0]->empty())
       *ours = *released = true;
     return s;
+  });
+}
+
+Status LeaseClaim(ClientImpl& client, const std::string& key, const std::string& owner,
+                  int64_t window_us, Clock::time_point deadline, Conn* preferred) {
+  PoolConns fresh(&client, deadline);
+  RetryPolicy p("claim", client.RetryUntil(deadline));
+  return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool) {
+    ExecResult r;
+    return c.Exec(client.sql().lease.claim,
+                  {Param::Bytes(key), Param::Bytes(owner), Param::Int(window_us), Param::Int(window_us)},
+                  &r);
+  });
+}
+
+Status LeaseUnclaim(ClientImpl& client, const std::string& key, const std::string& owner,
+                    Conn* preferred) {
+  PoolConns fresh(&client, Clock::now(), nullptr, ConnectBy::kPerNode);
+  RetryPolicy p("unclaim", client.RetryUntil(Clock::now()));
+  return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool) {
+    ExecResult r;
+    return c.Exec(client.sql().lease.unclaim, {Param::Bytes(key), Param::Bytes(owner)}, &r);
   });
 }
 

@@ -56,9 +56,19 @@ inline void ReadRelease(const ExecResult& r, bool* freed, bool* ours) {
 // preferred: a connection the caller already holds (used first; the pool
 // serves the retries), or nullptr. wait (may be null): brackets each
 // attempt's statement (ServerWait).
+// ordered: the claim-ordered acquire (LeaseSql::acquire_ordered): a free
+// lease is taken only if no older live claim of another owner waits for it.
 Status LeaseAcquire(ClientImpl& client, const std::string& key, const std::string& owner,
                     int64_t ttl_ms, Clock::time_point deadline, Conn* preferred, LeaseAttempt* out,
-                    const std::function<bool()>& stop = nullptr, const ServerWait* wait = nullptr);
+                    const std::function<bool()>& stop = nullptr, const ServerWait* wait = nullptr,
+                    bool ordered = false);
+// The claim order's place in line: claims it for owner (since now) or keeps
+// the claim alive for window_us more; drops it. Idempotent, retried like
+// the others.
+Status LeaseClaim(ClientImpl& client, const std::string& key, const std::string& owner,
+                  int64_t window_us, Clock::time_point deadline, Conn* preferred);
+Status LeaseUnclaim(ClientImpl& client, const std::string& key, const std::string& owner,
+                    Conn* preferred);
 // *renewed: the row was ours and live by the DB clock, and is extended.
 Status LeaseRenew(ClientImpl& client, const std::string& key, const std::string& owner,
                   int64_t ttl_ms, bool* renewed, Clock::time_point* sent_at);

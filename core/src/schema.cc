@@ -88,6 +88,7 @@ Status CheckTablePrivileges(Conn& conn, const ClientOptions& opts, const SchemaT
 
 Status EnsureTables(Conn& conn, const TableSql& sql, const ClientOptions& opts) {
   for (const SchemaTable& tb : sql.tables) {
+    if (tb.galera_only && !conn.server().galera) continue;
     Status s = CheckTableColumns(conn, sql, tb.name, tb.cols);
     if (s.code() == Code::kState && tb.name == opts.table) {
       // The lease table is missing. If the floor's table is there, this is a

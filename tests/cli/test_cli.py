@@ -827,10 +827,11 @@ class CliTest(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
         r = dlock("init", "--print-sql", environ={k: v for k, v in os.environ.items() if k != "DLOCK_URL"})
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(r.stdout.count("CREATE TABLE IF NOT EXISTS"), 3)
+        self.assertEqual(r.stdout.count("CREATE TABLE IF NOT EXISTS"), 4)
         r = dlock("init", "--print-sql", "--url", URL.split("?")[0] + "?table=jobs_lock")
         self.assertIn("`jobs_lock`", r.stdout)
         self.assertIn("`jobs_lock_fence`", r.stdout)
+        self.assertIn("`jobs_lock_claim`", r.stdout)
 
     def test_cleanup_removes_freed_rows_and_tokens_keep_growing(self):
         first = dlock("run", self.key, "--", "sh", "-c", "echo $DLOCK_TOKEN")

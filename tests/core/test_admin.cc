@@ -67,9 +67,11 @@ TEST_CASE("DescribeSchema: table names from the URL, DDL without a server") {
   CHECK(sql.lease_table == "distributed_lock");
   CHECK(sql.fence_table == "distributed_lock_fence");
   CHECK(sql.row_table == "fixed_lock");
-  REQUIRE(sql.statements.size() == 4);
+  CHECK(sql.claim_table == "distributed_lock_claim");
+  REQUIRE(sql.statements.size() == 5);
   CHECK(sql.statements[0].find("CREATE TABLE IF NOT EXISTS `distributed_lock`") == 0);
-  CHECK(sql.statements[3].find("INSERT IGNORE INTO `distributed_lock_fence`") == 0);
+  CHECK(sql.statements[3].find("CREATE TABLE IF NOT EXISTS `distributed_lock_claim`") == 0);
+  CHECK(sql.statements[4].find("INSERT IGNORE INTO `distributed_lock_fence`") == 0);
   REQUIRE(dlock::DescribeSchema("mysql://u@h/db?table=jobs&row_table=rows", &sql).ok());
   CHECK(sql.fence_table == "jobs_fence");
   CHECK(sql.statements[2].find("`rows`") != std::string::npos);

@@ -26,6 +26,8 @@ Named All(const Statements& s) {
       {"lease.release", s.lease.release},   {"lease.read", s.lease.read},
       {"lease.get_name", s.lease.get_name}, {"lease.release_name", s.lease.release_name},
       {"lease.release_and_wake", s.lease.release_and_wake},
+      {"lease.acquire_ordered", s.lease.acquire_ordered},
+      {"lease.claim", s.lease.claim},       {"lease.unclaim", s.lease.unclaim},
       {"row.exists", s.row.exists},         {"row.create", s.row.create},
       {"row.nowait", s.row.nowait},         {"row.take", s.row.take},
       {"row.set_wait", s.row.set_wait},     {"row.restore_wait", s.row.restore_wait},
@@ -79,6 +81,35 @@ const std::string kMySqlAcquire =
     "expire_time = IF(owner = new.owner, GREATEST(expire_time + INTERVAL 1 MICROSECOND, "
     "new.expire_time), expire_time)";
 
+// The claim-ordered acquire (Galera, fair=1), with the inserted row's
+// columns spelled `v`.
+std::string OrderedAcquire(const std::string& share, const std::string& alias,
+                           const std::string& (*v)(const std::string&)) {
+  return "INSERT INTO `distributed_lock` (lock_key, owner, expire_time, create_time, fence) VALUES "
+         "(?, ?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(6), "
+         "LAST_INSERT_ID(COALESCE((SELECT fence_floor FROM `distributed_lock_fence` WHERE id = 1 " +
+         share + "), 0) + 1))" + alias + " ON DUPLICATE KEY UPDATE owner = IF(owner = " + v("owner") +
+         " OR (expire_time < UTC_TIMESTAMP(6) AND NOT EXISTS (SELECT 1 FROM `distributed_lock_claim` "
+         "w WHERE w.lock_key = ? AND w.claimant <> ? AND w.until_time >= UTC_TIMESTAMP(6) AND "
+         "w.since_time < COALESCE((SELECT m.since_time FROM `distributed_lock_claim` m WHERE "
+         "m.lock_key = ? AND m.claimant = ?), '9999-12-31'))), " + v("owner") + ", owner), fence = "
+         "IF(owner <> " + v("owner") + ", fence + 0 * LAST_INSERT_ID(GREATEST(0, "
+         "TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expire_time))), IF(expire_time < "
+         "UTC_TIMESTAMP(6), LAST_INSERT_ID(fence + 1), LAST_INSERT_ID(fence))), create_time = "
+         "IF(owner = " + v("owner") + " AND expire_time < UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), "
+         "create_time), expire_time = IF(owner = " + v("owner") + ", GREATEST(expire_time + "
+         "INTERVAL 1 MICROSECOND, " + v("expire_time") + "), expire_time)";
+}
+
+const std::string& MariaCol(const std::string& c) {
+  static std::string owner = "VALUES(owner)", expire = "VALUES(expire_time)";
+  return c == "owner" ? owner : expire;
+}
+const std::string& MySqlCol(const std::string& c) {
+  static std::string owner = "new.owner", expire = "new.expire_time";
+  return c == "owner" ? owner : expire;
+}
+
 }  // namespace
 
 TEST_CASE("dialect: the server's version picks it; the option forces it") {
@@ -123,6 +154,17 @@ TEST_CASE("dialect mariadb: the statements it sends") {
         "UPDATE `distributed_lock` SET owner = '', expire_time = IF(LAST_INSERT_ID(expire_time >= "
         "UTC_TIMESTAMP(6)) + 0 * IFNULL(RELEASE_LOCK(?), 0), '1970-01-01 00:00:00', '1970-01-01 "
         "00:00:00') WHERE lock_key = ? AND owner = ?");
+  CHECK(s.lease.acquire_ordered == OrderedAcquire("LOCK IN SHARE MODE", "", MariaCol));
+  CHECK(s.lease.claim ==
+        "INSERT INTO `distributed_lock_claim` (lock_key, claimant, since_time, until_time) VALUES "
+        "(?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) ON DUPLICATE KEY "
+        "UPDATE until_time = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND");
+  CHECK(s.lease.unclaim == "DELETE FROM `distributed_lock_claim` WHERE lock_key = ? AND claimant = ?");
+  // The claim table is Galera's only.
+  REQUIRE(s.schema.tables.size() == 4);
+  for (size_t i = 0; i < 3; ++i) CHECK_FALSE(s.schema.tables[i].galera_only);
+  CHECK(s.schema.tables[3].name == "distributed_lock_claim");
+  CHECK(s.schema.tables[3].galera_only);
   REQUIRE(s.renew.batch.size() == 11);  // 1, 2, 4 .. 1024 leases
   REQUIRE(s.renew.check.size() == 11);
   CHECK(s.renew.batch[1] ==
@@ -158,7 +200,7 @@ TEST_CASE("dialect mariadb: the statements it sends") {
   CHECK(s.cleanup.cutoff ==
         "SELECT DATE_FORMAT(UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND, '%Y-%m-%d %H:%i:%s.%f')");
   CHECK(s.cleanup.count == "SELECT COUNT(*) FROM `distributed_lock`");
-  REQUIRE(s.schema.tables.size() == 3);
+  REQUIRE(s.schema.tables.size() == 4);
   CHECK(s.schema.tables[0].ddl ==
         "CREATE TABLE IF NOT EXISTS `distributed_lock` (lock_key VARBINARY(512) NOT NULL COMMENT "
         "'lock name, compared byte for byte', owner VARBINARY(255) NOT NULL COMMENT 'host:pid:uuid "
@@ -217,6 +259,7 @@ TEST_CASE("dialect mysql: the statements it sends, none of them in a MariaDB-onl
   const Statements maria = dlock::kMariaDbDialect.build(ClientOptions(), true);
   CHECK(std::string(my.dialect) == "mysql");
   CHECK(my.lease.acquire == kMySqlAcquire);
+  CHECK(my.lease.acquire_ordered == OrderedAcquire("FOR SHARE", " AS new", MySqlCol));
   CHECK(my.row.create ==
         "INSERT IGNORE INTO `fixed_lock` (lock_name, updated_time) VALUES (?, UTC_TIMESTAMP(6))");
   CHECK(my.row.sliced.empty());  // waits are bounded by the session's innodb_lock_wait_timeout
@@ -231,7 +274,7 @@ TEST_CASE("dialect mysql: the statements it sends, none of them in a MariaDB-onl
 
   // Every other statement is the family's common one, as MariaDB's.
   const Named a = All(my), b = All(maria);
-  const std::vector<std::string> own = {"lease.acquire", "row.create", "row.set_wait",
+  const std::vector<std::string> own = {"lease.acquire", "lease.acquire_ordered", "row.create", "row.set_wait",
                                         "row.restore_wait", "session.in_txn_probe"};
   for (const auto& m : a) {
     bool mine = false;
@@ -258,22 +301,23 @@ TEST_CASE("dialect mysql: the statements it sends, none of them in a MariaDB-onl
         "('wsrep_ready','wsrep_cluster_status','wsrep_local_state_comment','wsrep_cluster_size')");
 }
 
-TEST_CASE("dialect mysql forced against MariaDB: one statement is substituted, the acquire") {
+TEST_CASE("dialect mysql forced against MariaDB: two statements are substituted, the acquires") {
   // MariaDB 10.11 takes neither the upsert's row alias (`AS new`) nor FOR
   // SHARE, so the suites' *_mysql variants (this dialect forced against
   // MariaDB) send MariaDB's acquire; everything else is sent as above.
   const Statements forced = dlock::kMySqlDialect.build(ClientOptions(), true);
   const Statements my = dlock::kMySqlDialect.build(ClientOptions(), false);
   CHECK(forced.lease.acquire == kMariaDbAcquire);
+  CHECK(forced.lease.acquire_ordered == OrderedAcquire("LOCK IN SHARE MODE", "", MariaCol));
   const Named a = All(forced), b = All(my);
   REQUIRE(a.size() == b.size());
   int differ = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i].second == b[i].second) continue;
     ++differ;
-    CHECK(a[i].first == "lease.acquire");
+    CHECK((a[i].first == "lease.acquire" || a[i].first == "lease.acquire_ordered"));
   }
-  CHECK(differ == 1);
+  CHECK(differ == 2);
 }
 
 TEST_CASE("dialect: table names reach every statement that names a table") {

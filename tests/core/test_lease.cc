@@ -811,3 +811,117 @@ TEST_CASE("fair: a waiting thread is served before the releaser that asks again 
     l->Close(b);
   }
 }
+
+namespace {
+
+// Runs one of the library's statements by hand, its parameters filled in as
+// literals; returns (affected rows, LAST_INSERT_ID) of it.
+std::pair<int64_t, int64_t> RunStatement(Admin& admin, std::string sql,
+                                         const std::vector<std::string>& params) {
+  for (const std::string& v : params) {
+    const size_t q = sql.find('?');
+    REQUIRE(q != std::string::npos);
+    sql.replace(q, 1, v);
+  }
+  REQUIRE(sql.find('?') == std::string::npos);
+  admin.Exec(sql);
+  std::vector<SqlRow> r = admin.Query("SELECT ROW_COUNT(), LAST_INSERT_ID()");
+  REQUIRE((r.size() == 1 && r[0][0] && r[0][1]));
+  return {std::stoll(*r[0][0]), std::stoll(*r[0][1])};
+}
+
+}  // namespace
+
+TEST_CASE("lease: the claim order (Galera, fair=1): a free lease goes to the oldest live claim") {
+  // The statements of lease_scheme.cc's claim order, run by hand on one
+  // server (tests/galera runs them through the library across nodes).
+  Admin admin;
+  OwnTable table(admin, "claims");
+  const std::string claims = table.name + "_claim";
+  admin.Exec("DROP TABLE IF EXISTS `" + claims + "`");
+  dlock::Config ccfg;
+  REQUIRE(ccfg.Set("table", table.name).ok());
+  auto c = OpenClient(ccfg);
+  // Not a Galera node: the claim table is left alone.
+  CHECK(admin.Int("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
+                  "AND TABLE_NAME = '" + claims + "'") == 0);
+  dlock::ClientOptions o;
+  o.table = table.name;
+  const dlock::Statements sql = dlock::kMariaDbDialect.build(o, true);
+  admin.Exec(sql.schema.tables[3].ddl);
+  const std::string key = kPrefix + "claim_order";
+  auto acquire = [&](const std::string& who) {
+    return RunStatement(admin, sql.lease.acquire_ordered,
+                        {Lit(key), Lit(who), "30000000", Lit(key), Lit(who), Lit(key), Lit(who)});
+  };
+  auto claim = [&](const std::string& who, int64_t window_us) {
+    RunStatement(admin, sql.lease.claim,
+                 {Lit(key), Lit(who), std::to_string(window_us), std::to_string(window_us)});
+  };
+  auto unclaim = [&](const std::string& who) {
+    RunStatement(admin, sql.lease.unclaim, {Lit(key), Lit(who)});
+  };
+  auto release = [&](const std::string& who) {
+    CHECK(RunStatement(admin, sql.lease.release, {Lit(key), Lit(who)}).first == 1);
+  };
+  const std::string fence_sql = "SELECT fence FROM `" + table.name + "` WHERE lock_key = " + Lit(key);
+  const std::string owner_sql = "SELECT owner FROM `" + table.name + "` WHERE lock_key = " + Lit(key);
+
+  auto won = acquire("a");  // a new row: inserted
+  CHECK(won.first == 1);
+  const int64_t fence = won.second;
+  CHECK(fence >= 1);
+  auto busy = acquire("b");
+  CHECK(busy.first == 0);
+  CHECK(busy.second > 20000000);  // the holder's remaining microseconds
+  CHECK(acquire("a").first > 0);  // a repeat of the holder's own: still its
+  CHECK(admin.Int(fence_sql) == fence);
+  claim("b", 10000000);
+  // c claims after b: a later place in line (claims keep their since_time).
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(5), [&] {
+    claim("c", 10000000);
+    return admin.Int("SELECT COUNT(DISTINCT since_time) FROM `" + claims + "`") == 2;
+  }));
+  claim("b", 10000000);  // a keep-alive keeps b's place
+  CHECK(admin.Int("SELECT since_time < (SELECT since_time FROM `" + claims + "` WHERE claimant = 'c') "
+                  "FROM `" + claims + "` WHERE claimant = 'b'") == 1);
+  release("a");
+  // Free, but kept for b: c (a later claim) and d (none) find it busy, with
+  // nothing left to wait for (0 us).
+  for (const char* who : {"c", "d", "a"}) {
+    INFO(who);
+    CHECK(acquire(who) == std::make_pair(int64_t{0}, int64_t{0}));
+  }
+  CHECK(admin.Scalar(owner_sql).empty());
+  won = acquire("b");
+  CHECK(won.first == 2);
+  CHECK(won.second == fence + 1);
+  CHECK(admin.Scalar(owner_sql) == "b");
+  unclaim("b");
+  release("b");
+  // Only c's claim is left: c is next, d still is not.
+  CHECK(acquire("d").first == 0);
+  won = acquire("c");
+  CHECK(won.first == 2);
+  CHECK(won.second == fence + 2);
+  unclaim("c");
+  // A claim that was not kept alive is dead: it keeps nothing.
+  claim("e", 1);
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(5), [&] {
+    return admin.Int("SELECT COUNT(*) FROM `" + claims + "` WHERE until_time < UTC_TIMESTAMP(6)") == 1;
+  }));
+  release("c");
+  won = acquire("d");
+  CHECK(won.first == 2);
+  CHECK(won.second == fence + 3);
+  release("d");
+  // An expired lease of its own owner is taken again with the next token.
+  won = acquire("d");
+  CHECK(won.second == fence + 4);
+  admin.Exec("UPDATE `" + table.name + "` SET expire_time = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND "
+             "WHERE lock_key = " + Lit(key));
+  won = acquire("d");
+  CHECK(won.first == 2);
+  CHECK(won.second == fence + 5);
+  admin.Exec("DROP TABLE IF EXISTS `" + claims + "`");
+}

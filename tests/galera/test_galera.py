@@ -130,6 +130,125 @@ def test_three_nodes_contend_for_one_key(cluster: Cluster, key: str) -> None:
     assert conflicts["wsrep_local_cert_failures"] + conflicts["wsrep_local_bf_aborts"] > 0, conflicts
 
 
+def test_claim_order_serves_every_node_in_turn(cluster: Cluster, key: str) -> None:
+    """fair=1 (the default) on Galera: the article's loop (release, then at
+    once acquire again), two threads per node. A release wakes only its own
+    node's waiters, so without an order one node took every handoff (435 /
+    0 / 0 in bench/galera_bench.sh); the claim order serves the oldest
+    claim, so every node gets its share (<= 2:1), nobody is ever inside
+    together, and the tokens grow in acquisition order."""
+    holds: List[Tuple[float, float, int, int]] = []  # enter, leave, token, node
+    errors: List[str] = []
+    mu = threading.Lock()
+    clients = {n: dlock.connect(cluster.url(n)) for n in (1, 2, 3)}
+    stop_at = time.monotonic() + CONTEND_SECONDS
+
+    def worker(node: int) -> None:
+        lk = clients[node].lock(key, ttl=15)
+        try:
+            while time.monotonic() < stop_at:
+                if not lk.acquire(timeout=20):
+                    errors.append(f"node {node}: not acquired in 20 s")
+                    return
+                enter = time.monotonic()
+                token = lk.token
+                time.sleep(0.01)
+                leave = time.monotonic()
+                lk.release()
+                with mu:
+                    holds.append((enter, leave, token, node))
+        except Exception as e:  # noqa: BLE001 - every error fails the test
+            errors.append(f"node {node}: {type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in (1, 2, 3, 1, 2, 3)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not any(t.is_alive() for t in threads), "a worker did not finish"
+        claims = cluster.connect(1)
+        with claims.cursor() as cur:
+            cur.execute("SELECT COUNT(*) FROM distributed_lock_claim WHERE lock_key = %s", (key.encode(),))
+            left = cur.fetchone()[0]
+        claims.close()
+    finally:
+        for c in clients.values():
+            c.close()
+    assert errors == []
+    holds.sort()
+    per_node = {n: sum(1 for h in holds if h[3] == n) for n in (1, 2, 3)}
+    print(f"\n{len(holds)} acquisitions in {CONTEND_SECONDS:.0f} s, per node {per_node}")
+    assert len(holds) >= 30
+    assert min(per_node.values()) * 2 >= max(per_node.values()), per_node
+    for prev, cur in zip(holds, holds[1:]):
+        assert cur[0] >= prev[1], f"overlap: {prev} and {cur}"
+        assert cur[2] > prev[2], f"token order: {prev} then {cur}"
+    assert left == 0, "every winner and every waiter that ended dropped its claim"
+
+
+def test_dead_claimant_costs_at_most_its_claim_window(cluster: Cluster, key: str) -> None:
+    """A waiter SIGKILLed while in line leaves its claim behind; it keeps
+    the free lease from the next waiter only until the claim's window ends
+    (0.5 s after its last keep-alive), never for a ttl."""
+    import signal
+    import sys
+
+    def live_claims(node: int) -> int:
+        c = cluster.connect(node)
+        try:
+            with c.cursor() as cur:
+                cur.execute("SELECT COUNT(*) FROM distributed_lock_claim WHERE lock_key = %s "
+                            "AND until_time >= UTC_TIMESTAMP(6)", (key.encode(),))
+                return int(cur.fetchone()[0])
+        finally:
+            c.close()
+
+    holder = dlock.connect(cluster.url(1))
+    waiter = dlock.connect(cluster.url(3))
+    proc = None
+    try:
+        h = holder.lock(key, ttl=15)
+        assert h.acquire(timeout=5)
+        code = ("import sys, dlock; c = dlock.connect(sys.argv[1]); "
+                "c.lock(sys.argv[2], ttl=15).acquire(timeout=60)")
+        proc = subprocess.Popen([sys.executable, "-c", code, cluster.url(2), key])
+        wait_for(lambda: live_claims(1) == 1, 20, "the doomed waiter's claim")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        got: Dict[str, float] = {}
+
+        def wait() -> None:
+            w = waiter.lock(key, ttl=15)
+            if w.acquire(timeout=20):
+                got["at"] = time.monotonic()
+                got["token"] = w.token
+                w.release()
+
+        t = threading.Thread(target=wait)
+        t.start()
+        c = cluster.connect(1)
+        with c.cursor() as cur:
+            def claimants() -> int:
+                cur.execute("SELECT COUNT(*) FROM distributed_lock_claim WHERE lock_key = %s", (key.encode(),))
+                return int(cur.fetchone()[0])
+            wait_for(lambda: claimants() == 2, 20, "the second waiter's claim beside the dead one")
+        c.close()
+        released_at = time.monotonic()
+        h.release()
+        t.join(30)
+        assert "at" in got, "the waiter did not get the lock"
+        delay = got["at"] - released_at
+        print(f"\nhandoff past a dead claimant: {delay * 1000:.0f} ms")
+        assert got["token"] > h.token
+        assert delay < 2.0, f"the waiter took {delay:.2f} s after the release (claim window 0.5 s)"
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        holder.close()
+        waiter.close()
+
+
 def test_row_locks_are_refused_with_the_reason(cluster: Cluster, key: str) -> None:
     c = dlock.connect(cluster.url(2))
     try:
@@ -144,8 +263,8 @@ def test_row_locks_are_refused_with_the_reason(cluster: Cluster, key: str) -> No
 
 def test_waiter_on_another_node_gets_the_lock_promptly_by_polling(cluster: Cluster, key: str) -> None:
     """GET_LOCK is node-local on Galera, so the wake-up is off: the waiter
-    polls (backing off to at most 0.2 s), never blocks in GET_LOCK, and gets
-    the lock soon after the release on another node."""
+    polls (in the claim order, fair=1: at most 5 ms apart), never blocks in
+    GET_LOCK, and gets the lock soon after the release on another node."""
     holder = dlock.connect(cluster.url(1))
     waiter = dlock.connect(cluster.url(2))
     try:

@@ -196,10 +196,17 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *                     lock's wait) and a client that saw the key contended
  *                     queues behind them, so a releaser that asks again
  *                     usually, not always, comes after them (the README's
- *                     performance table has the figures). 0: whoever asks
+ *                     performance table has the figures). On a Galera node,
+ *                     where a release wakes nobody on other nodes, fair=1
+ *                     also keeps a claim order in the server (the table
+ *                     <table>_claim): the first waiting thread of each
+ *                     client claims a place once it finds the lease busy, a
+ *                     free lease goes to the oldest live claim, and waiters
+ *                     poll at most 5 ms apart; a waiter that died in line
+ *                     delays the others by at most 0.5 s. 0: whoever asks
  *                     first after a release may take it, also within a client
  *                     (a thread that releases and at once asks again usually
- *                     does)
+ *                     does), and on Galera waiters back off to 0.2 s
  */
 DLOCK_EXPORT int dlock_config_set(dlock_config *cfg, const char *key,
                                   const char *value, dlock_error *err);

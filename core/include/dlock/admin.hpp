@@ -29,6 +29,7 @@ struct LeaseInfo {
 // The lock tables by name, and the statements that create them.
 struct SchemaSql {
   std::string lease_table, fence_table, row_table;
+  std::string claim_table;  // used on a Galera node only (fair=1's claim order)
   std::vector<std::string> statements;  // CREATE TABLE IF NOT EXISTS ..., then the seed row
 };
 
