@@ -167,6 +167,8 @@ Statements CommonStatements(const ClientOptions& opts) {
   s.cleanup.cutoff = "SELECT DATE_FORMAT(" + kNow +
                      " - INTERVAL ? MICROSECOND, '%Y-%m-%d %H:%i:%s.%f')";
   s.cleanup.count = "SELECT COUNT(*) FROM " + t;
+  // A claim left by a waiter that died (its window long over).
+  s.cleanup.claims = "DELETE FROM " + QuoteIdent(opts.table + "_claim") + " WHERE until_time < ? LIMIT ?";
 
   // Schema (schema.cc).
   s.schema.tables = Tables(opts);

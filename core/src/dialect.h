@@ -90,6 +90,7 @@ struct CleanupSql {
   std::string remove;       // params: cutoff, limit
   std::string cutoff;       // params: grace_us -> the cutoff as text
   std::string count;        // -> rows in the lease table
+  std::string claims;       // params: cutoff, limit; dead claims (Galera's claim table)
 };
 
 // A lock table: name, the column types dlock checks (type prefixes, as

@@ -34,7 +34,7 @@ Named All(const Statements& s) {
       {"cleanup.isolation", s.cleanup.isolation}, {"cleanup.lock_floor", s.cleanup.lock_floor},
       {"cleanup.pick", s.cleanup.pick},     {"cleanup.raise_floor", s.cleanup.raise_floor},
       {"cleanup.remove", s.cleanup.remove}, {"cleanup.cutoff", s.cleanup.cutoff},
-      {"cleanup.count", s.cleanup.count},   {"schema.seed", s.schema.seed},
+      {"cleanup.count", s.cleanup.count},   {"cleanup.claims", s.cleanup.claims},   {"schema.seed", s.schema.seed},
       {"schema.epoch", s.schema.epoch},     {"schema.columns", s.schema.columns},
       {"admin.list", s.admin.list},         {"admin.get", s.admin.get},
       {"admin.lock", s.admin.lock},         {"admin.revoke", s.admin.revoke},
@@ -200,6 +200,7 @@ TEST_CASE("dialect mariadb: the statements it sends") {
   CHECK(s.cleanup.cutoff ==
         "SELECT DATE_FORMAT(UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND, '%Y-%m-%d %H:%i:%s.%f')");
   CHECK(s.cleanup.count == "SELECT COUNT(*) FROM `distributed_lock`");
+  CHECK(s.cleanup.claims == "DELETE FROM `distributed_lock_claim` WHERE until_time < ? LIMIT ?");
   REQUIRE(s.schema.tables.size() == 4);
   CHECK(s.schema.tables[0].ddl ==
         "CREATE TABLE IF NOT EXISTS `distributed_lock` (lock_key VARBINARY(512) NOT NULL COMMENT "

@@ -249,6 +249,31 @@ def test_dead_claimant_costs_at_most_its_claim_window(cluster: Cluster, key: str
         waiter.close()
 
 
+def test_cleanup_removes_dead_claims_only(cluster: Cluster, key: str) -> None:
+    """A claim left by a waiter that died stays (it is dead already: it
+    keeps nothing) until `dlock cleanup` removes it after the grace; a claim
+    still inside the grace is left alone."""
+    cli = os.environ.get("DLOCK_CLI", str(REPO / "build" / "cli" / "dlock"))
+    if not os.access(cli, os.X_OK):
+        pytest.fail(f"the dlock command is not built at {cli} (set DLOCK_CLI)")
+    c = cluster.connect(1)
+    try:
+        with c.cursor() as cur:
+            cur.execute("INSERT INTO distributed_lock_claim VALUES (%s, 'dead', "
+                        "UTC_TIMESTAMP(6) - INTERVAL 3 HOUR, UTC_TIMESTAMP(6) - INTERVAL 2 HOUR), "
+                        "(%s, 'recent', UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE, "
+                        "UTC_TIMESTAMP(6) - INTERVAL 30 SECOND)", (key.encode(), key.encode()))
+        out = subprocess.run([cli, "cleanup", "--url", cluster.url(2), "--grace", "1h"],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stdout + out.stderr
+        with c.cursor() as cur:
+            cur.execute("SELECT claimant FROM distributed_lock_claim WHERE lock_key = %s", (key.encode(),))
+            assert [r[0] for r in cur.fetchall()] == [b"recent"]
+            cur.execute("DELETE FROM distributed_lock_claim WHERE lock_key = %s", (key.encode(),))
+    finally:
+        c.close()
+
+
 def test_row_locks_are_refused_with_the_reason(cluster: Cluster, key: str) -> None:
     c = dlock.connect(cluster.url(2))
     try:
