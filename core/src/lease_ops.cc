@@ -81,9 +81,10 @@ Status LeaseRelease(ClientImpl& client, const std::string& key, const std::strin
 }
 
 Status LeaseClaim(ClientImpl& client, const std::string& key, const std::string& owner,
-                  int64_t window_us, Clock::time_point deadline, Conn* preferred) {
-  PoolConns fresh(&client, deadline);
-  RetryPolicy p("claim", client.RetryUntil(deadline));
+                  int64_t window_us, Clock::time_point deadline, Conn* preferred,
+                  const std::function<bool()>& stop) {
+  PoolConns fresh(&client, deadline, stop);
+  RetryPolicy p("claim", client.RetryUntil(deadline), stop);
   return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool) {
     ExecResult r;
     return c.Exec(client.sql().lease.claim,

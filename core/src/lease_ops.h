@@ -66,7 +66,8 @@ Status LeaseAcquire(ClientImpl& client, const std::string& key, const std::strin
 // the claim alive for window_us more; drops it. Idempotent, retried like
 // the others.
 Status LeaseClaim(ClientImpl& client, const std::string& key, const std::string& owner,
-                  int64_t window_us, Clock::time_point deadline, Conn* preferred);
+                  int64_t window_us, Clock::time_point deadline, Conn* preferred,
+                  const std::function<bool()>& stop = nullptr);
 Status LeaseUnclaim(ClientImpl& client, const std::string& key, const std::string& owner,
                     Conn* preferred);
 // *renewed: the row was ours and live by the DB clock, and is extended.

@@ -106,8 +106,10 @@ class LeaseScheme final : public Scheme {
     bool held = false;
     Clock::time_point kept{};
   };
-  Status KeepClaim(const std::string& owner, Clock::time_point deadline, Claim* c);
-  void DropClaim(const std::string& owner, Claim* c);
+  // Never fails the acquisition: a claim that could not be kept only costs
+  // this waiter its place (it polls on and claims again).
+  void KeepClaim(const std::string& owner, Clock::time_point deadline, CancelToken cancel, Claim* c);
+  void DropClaim(const std::string& owner, CancelToken cancel, Claim* c);
   // Waits until the holder is likely gone: its wake-up name, a local
   // release, or the back-off.
   Status AwaitHolder(Clock::time_point deadline, CancelToken cancel, Pause* p);
@@ -165,16 +167,16 @@ Status LeaseScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Gran
   Claim claim;
   for (;;) {
     if (!place.WaitHead(deadline, [&] { return cancel.cancelled(); })) {
-      DropClaim(out->owner, &claim);
+      DropClaim(out->owner, cancel, &claim);
       return cancel.cancelled() ? Cancelled() : Busy();
     }
     Status s = AwaitHolder(deadline, cancel, &pause);
     if (s.ok()) s = Attempt(deadline, cancel, out, &won, ordered);
     if (s.ok() && !won && ordered && Clock::now() < deadline)
-      s = KeepClaim(out->owner, deadline, &claim);
+      KeepClaim(out->owner, deadline, cancel, &claim);
     if (s.ok() && won) {
       // Out of line: our claim would keep the lease for us after we release.
-      DropClaim(out->owner, &claim);
+      DropClaim(out->owner, cancel, &claim);
       // Keep the name (if we have it) for the whole hold: our release will
       // wake the next waiter. Its connection leaves the pool's budget, so a
       // held lease costs the client no pool slot; when `pool` such
@@ -187,28 +189,29 @@ Status LeaseScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Gran
     }
     if (s.ok() && Clock::now() >= deadline) s = Busy();
     if (!s.ok()) {
-      DropClaim(out->owner, &claim);
+      DropClaim(out->owner, cancel, &claim);
       DropWakeName();
       return s;
     }
   }
 }
 
-Status LeaseScheme::KeepClaim(const std::string& owner, Clock::time_point deadline, Claim* c) {
+void LeaseScheme::KeepClaim(const std::string& owner, Clock::time_point deadline, CancelToken cancel,
+                            Claim* c) {
   const auto now = Clock::now();
-  if (c->held && now - c->kept < kClaimKeep) return Status::OK();
-  Status s = LeaseClaim(*c_, db_key_, owner, kClaimWindowUs, deadline, own_conn_ ? &*own_conn_ : nullptr);
-  if (!s.ok()) return Status(s.code(), "lock " + name_ + ": claiming a place in line: " + s.message(),
-                             s.server_errno());
-  c->held = true;
-  c->kept = now;
-  return s;
+  if (c->held && now - c->kept < kClaimKeep) return;
+  c->held = true;  // before it is sent: a claim whose reply was lost is dropped too
+  Status s = LeaseClaim(*c_, db_key_, owner, kClaimWindowUs, deadline, own_conn_ ? &*own_conn_ : nullptr,
+                        [&] { return cancel.cancelled(); });
+  if (s.ok()) c->kept = now;
 }
 
-void LeaseScheme::DropClaim(const std::string& owner, Claim* c) {
+void LeaseScheme::DropClaim(const std::string& owner, CancelToken cancel, Claim* c) {
   if (!c->held) return;
   c->held = false;
-  // Best effort: a claim left behind dies by its window.
+  // Best effort, and not after a cancel (which must not wait on a server
+  // that may not answer): a claim left behind dies by its window.
+  if (cancel.cancelled()) return;
   (void)LeaseUnclaim(*c_, db_key_, owner, own_conn_ && !own_conn_->broken() ? &*own_conn_ : nullptr);
 }
 
