@@ -1201,6 +1201,7 @@ int main(int argc, char** argv) {
   const Row rows[] = {{"article class (100 ms poll)", Kind::kArticle, nullptr},
                       {"GET_LOCK (reference)", Kind::kGetLock, nullptr},
                       {"FOR UPDATE (reference)", Kind::kForUpdate, nullptr},
+                      {"lease statements bare (floor)", Kind::kTwoCommit, nullptr},
                       {"dlock lease", Kind::kLease, nullptr},
                       {"dlock lease fair=0", Kind::kLease, "0"},
                       {"dlock row", Kind::kRow, nullptr},
