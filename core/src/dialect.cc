@@ -130,6 +130,17 @@ Statements CommonStatements(const ClientOptions& opts) {
                              " SET owner = '', expire_time = IF(LAST_INSERT_ID(expire_time >= " +
                              kNow + ") + 0 * IFNULL(RELEASE_LOCK(?), 0), '1970-01-01 00:00:00', "
                              "'1970-01-01 00:00:00') WHERE lock_key = ? AND owner = ?";
+  // Assignment order matters: owner is decided first, once (the name
+  // functions run once); the others read the new owner. The name is given
+  // up whatever the lease's state (+ evaluates both sides; AND stops at the
+  // first false).
+  s.lease.hand_over = "UPDATE " + t + " SET owner = IF((expire_time >= " + kNow +
+                      ") + 0 * IFNULL(RELEASE_LOCK(?), 0) AND IS_USED_LOCK(?) IS NULL AND "
+                      "GET_LOCK(?, 0) = 1, ?, ''), "
+                      "fence = IF(owner = ?, LAST_INSERT_ID(fence + 1), fence + 0 * LAST_INSERT_ID(expire_time >= " +
+                      kNow + ")), create_time = IF(owner = ?, " + kNow + ", create_time), "
+                      "expire_time = IF(owner = ?, " + kNow + " + INTERVAL ? MICROSECOND, "
+                      "'1970-01-01 00:00:00') WHERE lock_key = ? AND owner = ?";
 
   // The claim order (lease_scheme.cc). A claim keeps its place (since_time)
   // while it is kept alive; until_time moves with each keep-alive.

@@ -38,6 +38,16 @@ struct LeaseSql {
   std::string get_name;      // params: name, timeout_us -> 1 / 0 / NULL
   std::string release_name;  // params: name
   std::string release_and_wake;  // params: name, key, owner
+  // The release of a holder whose own process waits for the key next
+  // (lease_scheme.cc HandOver): gives up the wake-up name like
+  // release_and_wake, and when no other session was waiting for it (then
+  // that session now holds it: the release is plain) and the lease was
+  // still live, takes the name back and passes the lease to next_owner in
+  // the same statement, with the next token. LAST_INSERT_ID: 0 released
+  // (it had expired), 1 released (live), >= 2 passed on with that token
+  // (every token is 1 or more, so the next one is 2 or more).
+  // params: name, name, name, next_owner x4, ttl_us, key, owner
+  std::string hand_over;
   // The claim order (on Galera with fair=1, where wake-up names are
   // node-local): the acquire takes a free lease only if no live claim of
   // another owner is older than the caller's own (none: than any);

@@ -77,6 +77,9 @@ class LeaseScheme final : public Scheme {
                Clock::time_point* deadline) override;
   Status Release(const std::string& owner, uint64_t token, bool commit, bool lost,
                  bool* freed) override;
+  bool CanHandOver() const override;
+  Status HandOver(const std::string& owner, uint64_t token, const std::string& next_owner, Grant* next,
+                  bool* handed, bool* freed) override;
   Status Begin() override;
   Status Rollback() override;
   Status Exec(const std::string& sql, const std::vector<const std::string*>& params,
@@ -125,6 +128,9 @@ class LeaseScheme final : public Scheme {
   // came to (A7); *freed: our live lease is free now; *ours: the row was
   // still ours (false: someone else's now; left alone).
   Status ReleaseDb(const std::string& owner, Status* business, bool* freed, bool* ours);
+  // What a release's outcome means for the caller (Release, HandOver).
+  Status Conclude(Status s, const Status& business, const std::string& owner, uint64_t token,
+                  bool lost, bool ours, bool* freed);
 
   ClientImpl* const c_;
   LockHost* const host_;
@@ -437,6 +443,61 @@ Status LeaseScheme::Release(const std::string& owner, uint64_t token, bool commi
   Status business;
   bool ours = false;
   Status s = ReleaseDb(owner, &business, freed, &ours);
+  return Conclude(s, business, owner, token, lost, ours, freed);
+}
+
+bool LeaseScheme::CanHandOver() const {
+  // The hold keeps the wake-up name (so waiters elsewhere block on it and
+  // the statement can tell whether any does), and its release commits
+  // nothing of the caller's.
+  return opts_.fair && has_wake_name_ && own_conn_ && !own_conn_->broken() && !own_conn_->NeedsReset() &&
+         !txn_open_;
+}
+
+Status LeaseScheme::HandOver(const std::string& owner, uint64_t token, const std::string& next_owner,
+                             Grant* next, bool* handed, bool* freed) {
+  *handed = *freed = false;
+  bool ours = false;
+  ExecResult r;
+  const auto sent = Clock::now();
+  const Param name = Param::Bytes(wake_name_), to = Param::Bytes(next_owner);
+  Status s = own_conn_->Exec(c_->sql().lease.hand_over,
+                             {name, name, name, to, to, to, to, Param::Int(opts_.ttl_ms * 1000),
+                              Param::Bytes(db_key_), Param::Bytes(owner)},
+                             &r);
+  if (s.ok()) {
+    ours = r.affected == 1;
+    if (ours && r.insert_id >= 2) {
+      // Passed on: the name stays with this connection, for the next hold.
+      *handed = *freed = true;
+      busy_remaining_us_.store(-1);  // the next hold's attempt was not busy
+      next->owner = next_owner;
+      next->fence = r.insert_id;
+      next->acquired_at = sent;
+      next->deadline = sent + LeaseSpan(opts_.ttl_ms);
+      c_->counters().handovers.fetch_add(1);
+      return Status::OK();
+    }
+    *freed = ours && r.insert_id == 1;
+    if (ours) has_wake_name_ = false;  // given up inside the statement
+  } else {
+    // Dropped: the statement may have released the lease, passed it on, or
+    // done nothing. The retrying path finds out on a fresh connection; a
+    // lease that was passed on (to an owner nobody else has) is given back.
+    s = LeaseRelease(*c_, db_key_, owner, nullptr, freed, &ours);
+    if (s.ok() && !ours) {
+      bool next_freed = false, next_ours = false;
+      if (LeaseRelease(*c_, db_key_, next_owner, nullptr, &next_freed, &next_ours).ok() && next_ours)
+        ours = *freed = true;
+    }
+  }
+  DropWakeName();
+  if (!s.ok()) *freed = false;
+  return Conclude(s, Status::OK(), owner, token, /*lost=*/false, ours, freed);
+}
+
+Status LeaseScheme::Conclude(Status s, const Status& business, const std::string& owner, uint64_t token,
+                             bool lost, bool ours, bool* freed) {
   if (s.ok() && !ours) {
     c_->Raise(EventType::kReleaseGone, Severity::kWarning, key_, owner, token,
               "release found the lease taken by another owner (its row was left alone)");

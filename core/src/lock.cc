@@ -485,7 +485,9 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
   Counters& k = c_->counters();
   bool reentered = false;
   bool waited = false;
-  if (Status s = Claim(me, deadline, cancel, &reentered, &waited); !s.ok() || reentered) return s;
+  std::optional<Grant> handed;
+  if (Status s = Claim(me, deadline, cancel, &reentered, &waited, &handed); !s.ok() || reentered)
+    return s;
   // We waited in the claim line for another thread of this process: the
   // key is contended, so the scheme goes through its wake-up path (a lease
   // takes the wake-up name and keeps it for the hold, so that waiters in
@@ -500,7 +502,9 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
   }
 
   Grant grant;
-  Status s = scheme_->Acquire(deadline, cancel, &grant);
+  Status s;
+  if (handed) grant = std::move(*handed);  // passed on by the last holder's release
+  else s = scheme_->Acquire(deadline, cancel, &grant);
   if (cancel.cancelled()) {
     // Cancelled, whatever else happened: a lock won in the race with the
     // cancel is given back at once, so no binding has to undo it.
@@ -551,7 +555,7 @@ void LockImpl::LeaveClaimLineLocked(ClaimWaiter* w) {
 }
 
 Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken cancel,
-                       bool* reentered, bool* waited) {
+                       bool* reentered, bool* waited, std::optional<Grant>* handed) {
   Counters& k = c_->counters();
   MutexLock g(st_mu_);
   // A new attempt: the caller's older lost hold was reported (it sees its
@@ -562,6 +566,17 @@ Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken c
   std::optional<ClaimWaiter> place;
   for (;;) {
     const bool queued = place.has_value();
+    // A hold passed on to the first of the line is taken first, also by a
+    // caller that was cancelled or ran out of time meanwhile (Try gives it
+    // back after a cancel): nobody else would.
+    if (handed_ && queued && claim_line_.front() == &*place) {
+      LeaveClaimLineLocked(&*place);
+      *waited = true;
+      *handed = std::move(handed_);
+      handed_.reset();
+      acquiring_ = true;
+      return Status::OK();
+    }
     if (cancel.cancelled()) {
       if (queued) LeaveClaimLineLocked(&*place);
       return CancelledStatus(Name());
@@ -730,6 +745,7 @@ Status LockImpl::EndHold(LockCaller& me, bool commit) {
   LockState st;
   std::string owner;
   uint64_t token;
+  bool line_waits = false;  // a thread of this process waits to take the lock next
   {
     MutexLock g(st_mu_);
     const char* what = commit ? "release" : "abort";
@@ -750,6 +766,7 @@ Status LockImpl::EndHold(LockCaller& me, bool commit) {
     owner = owner_;
     token = fence_;
     releasing_ = true;
+    line_waits = opts_.fair && !claim_line_.empty();
     // SchemeUse's mark, set and cleared with the release's own steps
     // (two lock rounds fewer per release).
     scheme_busy_ = true;
@@ -757,23 +774,49 @@ Status LockImpl::EndHold(LockCaller& me, bool commit) {
   // Only an expiring hold was given to the renewer (Try).
   if (scheme_->expires()) c_->renewer().Remove(this);
   bool freed = false;
-  Status s = scheme_->Release(owner, token, commit, st == LockState::kLost, &freed);
-  {
-    MutexLock g(st_mu_);
-    scheme_busy_ = false;
-    // Never HELD after a release: the state says what is known. A scheme
-    // that lost the hold said so (MarkLost); a freed one is IDLE even when
-    // the business part failed.
-    if (state_ == LockState::kHeld) {
-      if (s.ok() || freed) state_ = LockState::kIdle;
-      else SetLostLocked(s.message());
+  Status s;
+  // fair=1 with this process's next waiter in line: the release may pass
+  // the lease straight on to it (one statement, one durable commit),
+  // unless someone outside this process waits for it.
+  std::optional<Grant> next;
+  if (commit && st == LockState::kHeld && line_waits && scheme_->CanHandOver()) {
+    bool handed = false;
+    next.emplace();
+    s = scheme_->HandOver(owner, token, c_->NewOwner(), &*next, &handed, &freed);
+    if (!handed) next.reset();
+  } else {
+    s = scheme_->Release(owner, token, commit, st == LockState::kLost, &freed);
+  }
+  for (;;) {
+    {
+      MutexLock g(st_mu_);
+      // A lease passed on needs a taker: the first of the claim line takes
+      // handed_ whatever happens to its call, so a line that is not empty
+      // now takes it. One that emptied while the statement ran (its threads
+      // gave up) does not: that lease is given back below, still as this
+      // release (releasing_: nobody else uses the scheme meanwhile).
+      if (!next || !claim_line_.empty()) {
+        scheme_busy_ = false;
+        // Never HELD after a release: the state says what is known. A scheme
+        // that lost the hold said so (MarkLost); a freed one is IDLE even when
+        // the business part failed.
+        if (state_ == LockState::kHeld) {
+          if (s.ok() || freed) state_ = LockState::kIdle;
+          else SetLostLocked(s.message());
+        }
+        count_ = 0;
+        released_ = true;
+        releasing_ = false;
+        HoldEndedLocked();
+        session_watch_ = nullptr;
+        if (next) handed_ = std::move(next);
+        NotifyLocked();
+        break;
+      }
     }
-    count_ = 0;
-    released_ = true;
-    releasing_ = false;
-    HoldEndedLocked();
-    session_watch_ = nullptr;
-    NotifyLocked();
+    bool next_freed = false;
+    (void)scheme_->Release(next->owner, next->fence, /*commit=*/true, /*lost=*/false, &next_freed);
+    next.reset();
   }
   if (s.ok()) c_->counters().releases.fetch_add(1);
   c_->waiters().Notify(db_key_);

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -161,9 +162,11 @@ class LockImpl final : private LockHost, public RenewedLease {
   // (*reentered), or claims the acquisition (acquiring_) once no other
   // thread holds or acquires the lock through this object and no release
   // of its hold is in flight (releasing_). fair=1: in arrival order
-  // (claim_line_); *waited: it had to queue.
+  // (claim_line_); *waited: it had to queue. *handed: the hold the last
+  // holder passed on to the line (handed_) is now the caller's, with that
+  // grant (no acquisition to run).
   Status Claim(LockCaller& me, Clock::time_point deadline, CancelToken cancel, bool* reentered,
-               bool* waited);
+               bool* waited, std::optional<Grant>* handed);
   // Wakes whoever waits for a state change: cv_'s waiters, and the first
   // of the claim line (fair=1), which alone may claim next.
   void NotifyLocked() const REQUIRES(st_mu_);
@@ -253,6 +256,12 @@ class LockImpl final : private LockHost, public RenewedLease {
     std::condition_variable_any cv;  // waits on st_mu_
   };
   mutable std::deque<ClaimWaiter*> claim_line_ GUARDED_BY(st_mu_);
+  // fair=1: a hold the last holder's release passed on to the first of the
+  // claim line in its statement (Scheme::HandOver), until that thread takes
+  // it. Set only while the line is not empty; the first of the line takes
+  // it even when it is leaving (cancelled: it then gives the lease back; at
+  // its deadline: it won), so it is never left without a taker.
+  std::optional<Grant> handed_ GUARDED_BY(st_mu_);
   // Mutable: the session watch turns HELD into LOST from an accessor.
   mutable LockState state_ GUARDED_BY(st_mu_) = LockState::kIdle;
   bool acquiring_ GUARDED_BY(st_mu_) = false;

@@ -127,6 +127,19 @@ class Scheme {
   // be free now, whatever the returned status says about the rest.
   virtual Status Release(const std::string& owner, uint64_t token, bool commit, bool lost,
                          bool* freed) = 0;
+  // Whether Release could pass the hold on, in its statement, to the next
+  // thread of this process that waits for the lock (HandOver).
+  virtual bool CanHandOver() const { return false; }
+  // The release (commit) of a hold that a thread of this process waits to
+  // take next: when nobody outside this process waits for the key, the
+  // hold passes to next_owner in the release's own statement (one durable
+  // commit instead of a release and an acquisition): *handed, *next its
+  // grant. Otherwise a plain release (*freed and the status as Release's).
+  virtual Status HandOver(const std::string& owner, uint64_t token, const std::string& /*next_owner*/,
+                          Grant* /*next*/, bool* handed, bool* freed) {
+    *handed = false;
+    return Release(owner, token, /*commit=*/true, /*lost=*/false, freed);
+  }
   // Opens the hold's transaction (a no-op where the hold is a transaction).
   virtual Status Begin() = 0;
   // Rolls back the hold's transaction; where the hold is a transaction,

@@ -2231,7 +2231,7 @@ static void check_event(const dlock_event *ev, int severity, const char *k, uint
 
 static void test_counters_events(void) {
   static const char *const documented[] = {
-      "acquisitions", "reentries", "busy", "wait_ms", "releases", "renewals", "renew_ticks",
+      "acquisitions", "reentries", "busy", "wait_ms", "releases", "handovers", "renewals", "renew_ticks",
       "renew_statements", "lost", "max_hold_trips", "cleanup_runs", "cleanup_deleted",
       "table_rows", "events_dropped", "statements", "pool_open"};
   dlock_error err;

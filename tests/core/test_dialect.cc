@@ -26,6 +26,7 @@ Named All(const Statements& s) {
       {"lease.release", s.lease.release},   {"lease.read", s.lease.read},
       {"lease.get_name", s.lease.get_name}, {"lease.release_name", s.lease.release_name},
       {"lease.release_and_wake", s.lease.release_and_wake},
+      {"lease.hand_over", s.lease.hand_over},
       {"lease.acquire_ordered", s.lease.acquire_ordered},
       {"lease.claim", s.lease.claim},       {"lease.unclaim", s.lease.unclaim},
       {"row.exists", s.row.exists},         {"row.create", s.row.create},
@@ -154,6 +155,13 @@ TEST_CASE("dialect mariadb: the statements it sends") {
         "UPDATE `distributed_lock` SET owner = '', expire_time = IF(LAST_INSERT_ID(expire_time >= "
         "UTC_TIMESTAMP(6)) + 0 * IFNULL(RELEASE_LOCK(?), 0), '1970-01-01 00:00:00', '1970-01-01 "
         "00:00:00') WHERE lock_key = ? AND owner = ?");
+  CHECK(s.lease.hand_over ==
+        "UPDATE `distributed_lock` SET owner = IF((expire_time >= UTC_TIMESTAMP(6)) + 0 * "
+        "IFNULL(RELEASE_LOCK(?), 0) AND IS_USED_LOCK(?) IS NULL AND GET_LOCK(?, 0) = 1, ?, ''), "
+        "fence = IF(owner = ?, LAST_INSERT_ID(fence + 1), fence + 0 * LAST_INSERT_ID(expire_time >= "
+        "UTC_TIMESTAMP(6))), create_time = IF(owner = ?, UTC_TIMESTAMP(6), create_time), "
+        "expire_time = IF(owner = ?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, '1970-01-01 00:00:00') "
+        "WHERE lock_key = ? AND owner = ?");
   CHECK(s.lease.acquire_ordered == OrderedAcquire("LOCK IN SHARE MODE", "", MariaCol));
   CHECK(s.lease.claim ==
         "INSERT INTO `distributed_lock_claim` (lock_key, claimant, since_time, until_time) VALUES "

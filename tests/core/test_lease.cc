@@ -3,6 +3,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <atomic>
 #include <climits>
+#include <random>
 #include <regex>
 #include <thread>
 #include <vector>
@@ -814,6 +815,205 @@ TEST_CASE("fair: a waiting thread is served before the releaser that asks again 
 
 namespace {
 
+uint64_t CounterOf(const std::shared_ptr<dlock::Client>& c, const std::string& name) {
+  uint64_t v = 0;
+  REQUIRE(c->Counter(name, &v).ok());
+  return v;
+}
+
+// Takes l for `holder` on the calling thread so that the hold keeps the
+// wake-up name (as a lease that had to wait does): another thread takes it
+// uncontended first, and releases it once `holder` queued behind it.
+void HoldWithName(dlock::LockImpl& l, dlock::LockCaller& holder) {
+  dlock::LockCaller first;
+  std::atomic<bool> held{false};
+  std::thread t([&] {
+    DT_REQUIRE_CODE(l.Try(first, 0), Code::kOk);
+    held = true;
+    CHECK(PollUntil(Clock::now() + std::chrono::seconds(10),
+                    [&] { return dlock::LockImplTestPeer::ClaimLine(l) == 1; }));
+    DT_CHECK_CODE(l.Release(first), Code::kOk);
+  });
+  CHECK(PollUntil(Clock::now() + std::chrono::seconds(10), [&] { return held.load(); }));
+  dlock::Status s = l.Try(holder, 10000);
+  t.join();
+  l.Close(first);
+  DT_REQUIRE_CODE(s, Code::kOk);
+}
+
+// A session of the server blocked in GET_LOCK (a waiter of another client).
+bool SomeoneInGetLock(Admin& admin) {
+  return admin.Int("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT GET_LOCK%' "
+                   "AND STATE = 'User lock'") > 0;
+}
+
+}  // namespace
+
+TEST_CASE("lease: a release passes the lease to this process's next waiter in its own statement") {
+  // fair=1, a hold that keeps the wake-up name, a thread of the same client
+  // in line: the release statement gives the lease to that thread (one
+  // statement, the next token), unless a waiter of another client blocks on
+  // the wake-up name; that one is served first.
+  Admin admin;
+  auto c = OpenClient();
+  dlock::LockOptions opts = c->impl()->lock_defaults();
+  opts.mode = dlock::LockMode::kLease;
+  REQUIRE(opts.fair);
+  const std::string key = kPrefix + "handover";
+  auto l = std::make_shared<dlock::LockImpl>(c, key, opts, "");
+  dlock::LockCaller a, b;
+  HoldWithName(*l, a);
+  const uint64_t a_token = l->Token(a);
+
+  std::atomic<int> got{-1}, released{-1};
+  std::atomic<bool> checked{false};
+  std::string b_owner;
+  uint64_t b_token = 0;
+  std::thread waiter([&] {
+    dlock::Status s = l->Try(b, 10000);
+    if (s.ok()) {
+      b_owner = l->Owner(b);
+      b_token = l->Token(b);
+    }
+    got = static_cast<int>(s.code());  // after them: the main thread reads them once it sees this
+    if (!s.ok()) return;
+    CHECK(l->CurrentState(b) == LockState::kHeld);
+    CHECK(PollUntil(Clock::now() + std::chrono::seconds(10), [&] { return checked.load(); },
+                    std::chrono::milliseconds(1)));
+    released = static_cast<int>(l->Release(b).code());  // holder=thread: its own thread
+  });
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(10),
+                    [&] { return dlock::LockImplTestPeer::ClaimLine(*l) == 1; }));
+  const uint64_t handovers = CounterOf(c, "handovers");
+  DT_CHECK_CODE(l->Release(a), Code::kOk);
+  CHECK(PollUntil(Clock::now() + std::chrono::seconds(10), [&] { return got.load() != -1; }));
+  CHECK(got.load() == static_cast<int>(Code::kOk));
+  CHECK(CounterOf(c, "handovers") == handovers + 1);
+  SqlRow row = LeaseRow(admin, key);
+  REQUIRE(row.size() == 3);
+  if (got.load() == static_cast<int>(Code::kOk)) {
+    CHECK(b_token == a_token + 1);
+    CHECK(*row[0] == b_owner);
+    CHECK(std::stoull(*row[2]) == a_token + 1);
+    CHECK(DbRemainingUs(admin, key) > (opts.ttl_ms - 5000) * 1000);
+  }
+  // Nobody waits now: a plain release, the row free.
+  checked = true;
+  waiter.join();
+  CHECK(released.load() == static_cast<int>(Code::kOk));
+  CHECK(CounterOf(c, "handovers") == handovers + 1);
+  row = LeaseRow(admin, key);
+  REQUIRE(row.size() == 3);
+  CHECK(row[0]->empty());
+
+  // A waiter of another client (another process, as the server sees it)
+  // blocked on the wake-up name comes before this client's own line.
+  auto other = OpenClient();
+  auto l2 = std::make_shared<dlock::LockImpl>(other, key, opts, "");
+  dlock::LockCaller x, y, z;
+  HoldWithName(*l, x);
+  std::atomic<int> got_y{-1}, got_z{-1};
+  std::atomic<bool> z_held{false}, z_go{false};
+  std::string z_owner;
+  std::thread tz([&] {
+    dlock::Status s = l2->Try(z, 10000);
+    if (s.ok()) z_owner = l2->Owner(z);
+    z_held = s.ok();
+    got_z = static_cast<int>(s.code());
+    if (!s.ok()) return;
+    CHECK(PollUntil(Clock::now() + std::chrono::seconds(10), [&] { return z_go.load(); },
+                    std::chrono::milliseconds(1)));
+    DT_CHECK_CODE(l2->Release(z), Code::kOk);
+  });
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(10), [&] { return SomeoneInGetLock(admin); }));
+  std::thread ty([&] {
+    dlock::Status s = l->Try(y, 10000);
+    got_y = static_cast<int>(s.code());
+    if (s.ok()) DT_CHECK_CODE(l->Release(y), Code::kOk);
+  });
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(10),
+                    [&] { return dlock::LockImplTestPeer::ClaimLine(*l) == 1; }));
+  const uint64_t before = CounterOf(c, "handovers");
+  DT_CHECK_CODE(l->Release(x), Code::kOk);
+  CHECK(PollUntil(Clock::now() + std::chrono::seconds(10), [&] { return got_z.load() != -1; }));
+  CHECK(got_z.load() == static_cast<int>(Code::kOk));
+  CHECK(CounterOf(c, "handovers") == before);  // not passed on: the other client's waiter came first
+  CHECK(got_y.load() == -1);                   // still waiting behind it
+  if (z_held) {
+    row = LeaseRow(admin, key);
+    REQUIRE(row.size() == 3);
+    CHECK(*row[0] == z_owner);
+  }
+  z_go = true;
+  tz.join();
+  ty.join();
+  CHECK(got_y.load() == static_cast<int>(Code::kOk));
+  for (dlock::LockCaller* k : {&a, &b, &x, &y}) l->Close(*k);
+  l2->Close(z);
+}
+
+TEST_CASE("lease: passing the lease on while the line gives up, times out and is cancelled: one holder, no lease left") {
+  // Threads of one client take turns with waits so short that many give up
+  // in line, and a canceller cancels at random: whatever the moment, at most
+  // one thread holds, tokens grow, and a lease passed on to a line that gave
+  // up is given back (the row is free at the end).
+  Admin admin;
+  auto c = OpenClient();
+  dlock::LockOptions opts = c->impl()->lock_defaults();
+  opts.mode = dlock::LockMode::kLease;
+  const std::string key = kPrefix + "handover-churn";
+  auto l = std::make_shared<dlock::LockImpl>(c, key, opts, "");
+  constexpr int kThreads = 6;
+  std::vector<dlock::LockCaller> callers(kThreads);
+  std::atomic<int> inside{0}, overlaps{0}, wins{0};
+  std::atomic<uint64_t> last_token{0};
+  std::atomic<int> backwards{0};
+  std::atomic<bool> stop{false};
+  const uint64_t handovers = CounterOf(c, "handovers");
+  std::vector<std::thread> ts;
+  for (int i = 0; i < kThreads; ++i) {
+    ts.emplace_back([&, i] {
+      std::minstd_rand rng(static_cast<unsigned>(i + 1));
+      while (!stop.load()) {
+        dlock::Status s = l->Try(callers[i], static_cast<int64_t>(rng() % 4));
+        if (!s.ok()) continue;
+        if (inside.fetch_add(1) != 0) overlaps.fetch_add(1);
+        const uint64_t t = l->Token(callers[i]);
+        if (t <= last_token.exchange(t)) backwards.fetch_add(1);
+        wins.fetch_add(1);
+        std::this_thread::sleep_for(std::chrono::microseconds(rng() % 2000));
+        inside.fetch_sub(1);
+        dlock::Status r = l->Release(callers[i]);
+        if (!r.ok()) CHECK_MESSAGE(false, "release: " << r.message());
+      }
+    });
+  }
+  std::thread canceller([&] {
+    std::minstd_rand rng(99);
+    while (!stop.load()) {
+      l->Cancel(callers[rng() % kThreads]);
+      std::this_thread::sleep_for(std::chrono::microseconds(500 + rng() % 3000));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  stop = true;
+  canceller.join();
+  for (auto& t : ts) t.join();
+  CHECK(overlaps.load() == 0);
+  CHECK(backwards.load() == 0);
+  CHECK(wins.load() > 50);
+  const uint64_t passed = CounterOf(c, "handovers") - handovers;
+  MESSAGE("churn: " << wins.load() << " holds, " << passed << " passed on in the release's statement");
+  CHECK(passed > 0);
+  CHECK(dlock::LockImplTestPeer::ClaimLine(*l) == 0);
+  SqlRow row = LeaseRow(admin, key);
+  REQUIRE(row.size() == 3);
+  CHECK(row[0]->empty());  // nothing passed on and left behind
+  for (auto& k : callers) l->Close(k);
+}
+
+namespace {
+
 // Runs one of the library's statements by hand, its parameters filled in as
 // literals; returns (affected rows, LAST_INSERT_ID) of it.
 std::pair<int64_t, int64_t> RunStatement(Admin& admin, std::string sql,
@@ -924,4 +1124,77 @@ TEST_CASE("lease: the claim order (Galera, fair=1): a free lease goes to the old
   CHECK(won.first == 2);
   CHECK(won.second == fence + 5);
   admin.Exec("DROP TABLE IF EXISTS `" + claims + "`");
+}
+
+TEST_CASE("lease: the hand-over statement: the next owner and token when live and nobody else waits, a plain release otherwise") {
+  // lease_scheme.cc's HandOver statement, run by hand: its three outcomes
+  // and what each does with the wake-up name.
+  Admin admin, other;
+  OwnTable table(admin, "handover");
+  dlock::Config ccfg;
+  REQUIRE(ccfg.Set("table", table.name).ok());
+  auto c = OpenClient(ccfg);  // makes the table
+  dlock::ClientOptions o;
+  o.table = table.name;
+  const dlock::Statements sql = dlock::kMariaDbDialect.build(o, true);
+  const std::string key = kPrefix + "handover_sql", name = kPrefix + "handover_name";
+  const std::string me = admin.Scalar("SELECT CONNECTION_ID()");
+  auto acquire = [&](const std::string& who) {
+    return RunStatement(admin, sql.lease.acquire, {Lit(key), Lit(who), "30000000"});
+  };
+  auto hand_over = [&](const std::string& from, const std::string& to) {
+    return RunStatement(admin, sql.lease.hand_over,
+                        {Lit(name), Lit(name), Lit(name), Lit(to), Lit(to), Lit(to), Lit(to), "30000000", Lit(key),
+                         Lit(from)});
+  };
+  auto name_holder = [&] { return admin.Scalar("SELECT IFNULL(IS_USED_LOCK(" + Lit(name) + "), 'none')"); };
+  const std::string owner_sql = "SELECT owner FROM `" + table.name + "` WHERE lock_key = " + Lit(key);
+  const std::string left_sql =
+      "SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(6), expire_time) FROM `" + table.name + "` WHERE lock_key = " + Lit(key);
+
+  auto won = acquire("a");
+  REQUIRE(won.first == 1);
+  const int64_t fence = won.second;
+  REQUIRE(admin.Scalar("SELECT GET_LOCK(" + Lit(name) + ", 0)") == "1");
+
+  // Live, nobody else waits: passed on with the next token; the name stays.
+  auto r = hand_over("a", "b");
+  CHECK(r.first == 1);
+  CHECK(r.second == fence + 1);
+  CHECK(admin.Scalar(owner_sql) == "b");
+  CHECK(admin.Int(left_sql) >= 28);
+  CHECK(name_holder() == me);
+
+  // Not the owner's: nothing changes, the name included.
+  r = hand_over("a", "c");
+  CHECK(r.first == 0);
+  CHECK(admin.Scalar(owner_sql) == "b");
+  CHECK(name_holder() == me);
+
+  // Another session waits on the name: a plain release (1: it was live),
+  // and that session holds the name now.
+  std::thread waiter([&] { CHECK(other.Scalar("SELECT GET_LOCK(" + Lit(name) + ", 10)") == "1"); });
+  CHECK(PollUntil(Clock::now() + std::chrono::seconds(10), [&] {
+    return admin.Int("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND INFO LIKE "
+                     "'%" + Hex(name) + "%'") > 0;
+  }));
+  r = hand_over("b", "c");
+  waiter.join();
+  CHECK(r.first == 1);
+  CHECK(r.second == 1);
+  CHECK(admin.Scalar(owner_sql).empty());
+  CHECK(name_holder() == other.Scalar("SELECT CONNECTION_ID()"));
+  CHECK(other.Scalar("SELECT RELEASE_LOCK(" + Lit(name) + ")") == "1");
+
+  // Expired: a plain release (0: it was not live); the name is given up.
+  won = acquire("d");
+  REQUIRE(won.first > 0);
+  admin.Exec("UPDATE `" + table.name + "` SET expire_time = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE lock_key = " +
+             Lit(key));
+  REQUIRE(admin.Scalar("SELECT GET_LOCK(" + Lit(name) + ", 0)") == "1");
+  r = hand_over("d", "e");
+  CHECK(r.first == 1);
+  CHECK(r.second == 0);
+  CHECK(admin.Scalar(owner_sql).empty());
+  CHECK(name_holder() == "none");
 }

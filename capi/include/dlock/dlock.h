@@ -189,6 +189,12 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *                     before any thread that asks after the release, the
  *                     releasing thread included; waiting threads are served
  *                     in arrival order, and a release wakes only the first.
+ *                     A lease whose holder had waited for it (it keeps the
+ *                     wake-up name) passes straight to that first thread in
+ *                     the release's own statement, with the next token (the
+ *                     counter handovers), unless a waiter outside the client
+ *                     is blocked on the wake-up name: that one is served
+ *                     first, as a plain release would.
  *                     What it does not promise: any order across clients or
  *                     processes, or between objects that share no hold
  *                     (holder=lock, reentrant=0). There the waiters learn of
@@ -699,6 +705,7 @@ DLOCK_EXPORT int dlock_client_next_event(dlock_client *client, dlock_event *out,
  *   busy              dlock_try that returned DLOCK_BUSY
  *   wait_ms           total time spent inside dlock_try
  *   releases          successful releases
+ *   handovers         releases that passed the lease on to this process's next waiter
  *   renewals          leases extended (manual and watchdog)
  *   renew_ticks       watchdog ticks that renewed something
  *   renew_statements  statements the watchdog executed
