@@ -442,6 +442,7 @@ Status Conn::ReadServerInfo(SqlDialect forced) {
                         (row[1] && std::strcmp(row[1], "0") != 0);
     server_.version = row[2] ? row[2] : "";
     server_.galera = row[3] && (strcasecmp(row[3], "ON") == 0 || std::strcmp(row[3], "1") == 0);
+    server_.statement_binlog = mysql_num_fields(res) > 4 && row[4] && strcasecmp(row[4], "STATEMENT") == 0;
   }
   mysql_free_result(res);
   if (server_.read_only) server_.unhealthy = "read_only=ON";

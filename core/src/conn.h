@@ -54,6 +54,10 @@ struct ServerInfo {
   // (a node that lost quorum still answers SELECT 1).
   std::string unhealthy;
   int cluster_size = 0;  // Galera: wsrep_cluster_size
+  // binlog_format=STATEMENT: a statement whose effect depends on GET_LOCK
+  // and IS_USED_LOCK would be replayed on replicas with their own answers,
+  // so the lease's hand-over (dialect.h) is not sent there.
+  bool statement_binlog = false;
 };
 
 // Errors after which the connection is unusable.

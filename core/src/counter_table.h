@@ -13,7 +13,7 @@
   X(busy, "dlock_try that returned DLOCK_BUSY")                                               \
   X(wait_ms, "total time spent inside dlock_try")                                             \
   X(releases, "successful releases")                                                          \
-  X(handovers, "releases that passed the lease on to this process's next waiter")             \
+  X(handovers, "leases a release passed on to this process's next waiter (fair=1)")           \
   X(renewals, "leases extended (manual and watchdog)")                                        \
   X(renew_ticks, "watchdog ticks that renewed something")                                     \
   X(renew_statements, "statements the watchdog executed")                                     \

@@ -170,7 +170,7 @@ struct Dialect {
   const char* name;  // the option's word
   // Run on every connection before anything else (conn.cc), one row:
   // global read_only, innodb_read_only, version, whether it is a Galera
-  // node ("ON"/"1").
+  // node ("ON"/"1"), the session's binlog_format.
   const char* server_facts;
   // Run after server_facts on a Galera node (conn.cc): rows of (session
   // wsrep_on, status name, value) for wsrep_ready, wsrep_cluster_status,

@@ -73,7 +73,7 @@ const Dialect kMariaDbDialect = {
     "mariadb",
     "SELECT @@global.read_only, @@global.innodb_read_only, @@version, "
     "IFNULL((SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES "
-    "WHERE VARIABLE_NAME='WSREP_ON'),'OFF')",
+    "WHERE VARIABLE_NAME='WSREP_ON'),'OFF'), @@session.binlog_format",
     // information_schema answers on a node outside the primary component,
     // where table reads fail with 1047 (and SELECT 1 still works).
     "SELECT @@session.wsrep_on, VARIABLE_NAME, VARIABLE_VALUE FROM "

@@ -67,7 +67,7 @@ Statements Build(const ClientOptions& opts, bool on_mariadb) {
 const Dialect kMySqlDialect = {
     "mysql",
     "SELECT @@global.read_only, @@global.innodb_read_only, @@version, "
-    "IF(@@version_comment LIKE '%XtraDB Cluster%', 'ON', 'OFF')",
+    "IF(@@version_comment LIKE '%XtraDB Cluster%', 'ON', 'OFF'), @@session.binlog_format",
     // MySQL 8.0 has no information_schema.GLOBAL_STATUS (Percona XtraDB
     // Cluster: not tested here, no such server installs on this machine).
     "SELECT @@session.wsrep_on, VARIABLE_NAME, VARIABLE_VALUE FROM "

@@ -448,10 +448,10 @@ Status LeaseScheme::Release(const std::string& owner, uint64_t token, bool commi
 
 bool LeaseScheme::CanHandOver() const {
   // The hold keeps the wake-up name (so waiters elsewhere block on it and
-  // the statement can tell whether any does), and its release commits
-  // nothing of the caller's.
+  // the statement can tell whether any does), its release commits
+  // nothing of the caller's, and replicas replay it by its rows (conn.h).
   return opts_.fair && has_wake_name_ && own_conn_ && !own_conn_->broken() && !own_conn_->NeedsReset() &&
-         !txn_open_;
+         !txn_open_ && !own_conn_->server().statement_binlog;
 }
 
 Status LeaseScheme::HandOver(const std::string& owner, uint64_t token, const std::string& next_owner,
@@ -475,7 +475,6 @@ Status LeaseScheme::HandOver(const std::string& owner, uint64_t token, const std
       next->fence = r.insert_id;
       next->acquired_at = sent;
       next->deadline = sent + LeaseSpan(opts_.ttl_ms);
-      c_->counters().handovers.fetch_add(1);
       return Status::OK();
     }
     *freed = ours && r.insert_id == 1;

@@ -575,6 +575,7 @@ Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken c
       *handed = std::move(handed_);
       handed_.reset();
       acquiring_ = true;
+      k.handovers.fetch_add(1);
       return Status::OK();
     }
     if (cancel.cancelled()) {
@@ -766,7 +767,11 @@ Status LockImpl::EndHold(LockCaller& me, bool commit) {
     owner = owner_;
     token = fence_;
     releasing_ = true;
-    line_waits = opts_.fair && !claim_line_.empty();
+    // At most kMaxHandOverRun hand-overs in a row: then one plain release,
+    // which gives a waiter of another process that polls (rather than
+    // blocking on the wake-up name, which a hand-over always serves first)
+    // the chance it has after any release.
+    line_waits = opts_.fair && !claim_line_.empty() && handover_run_ < kMaxHandOverRun;
     // SchemeUse's mark, set and cleared with the release's own steps
     // (two lock rounds fewer per release).
     scheme_busy_ = true;
@@ -809,13 +814,16 @@ Status LockImpl::EndHold(LockCaller& me, bool commit) {
         releasing_ = false;
         HoldEndedLocked();
         session_watch_ = nullptr;
+        handover_run_ = next ? handover_run_ + 1 : 0;
         if (next) handed_ = std::move(next);
         NotifyLocked();
         break;
       }
     }
-    bool next_freed = false;
-    (void)scheme_->Release(next->owner, next->fence, /*commit=*/true, /*lost=*/false, &next_freed);
+    // Given back quietly: the release itself succeeded, and this lease was
+    // never anybody's hold (Abandon frees the row only while next->owner
+    // still has it; should that fail, the lease expires unrenewed).
+    scheme_->Abandon(next->owner);
     next.reset();
   }
   if (s.ok()) c_->counters().releases.fetch_add(1);

@@ -262,6 +262,9 @@ class LockImpl final : private LockHost, public RenewedLease {
   // it even when it is leaving (cancelled: it then gives the lease back; at
   // its deadline: it won), so it is never left without a taker.
   std::optional<Grant> handed_ GUARDED_BY(st_mu_);
+  // Hand-overs in a row since the last plain release (EndHold).
+  static constexpr int kMaxHandOverRun = 8;
+  int handover_run_ GUARDED_BY(st_mu_) = 0;
   // Mutable: the session watch turns HELD into LOST from an accessor.
   mutable LockState state_ GUARDED_BY(st_mu_) = LockState::kIdle;
   bool acquiring_ GUARDED_BY(st_mu_) = false;

@@ -256,7 +256,7 @@ TEST_CASE("dialect mariadb: the statements it sends") {
   CHECK(std::string(dlock::kMariaDbDialect.server_facts) ==
         "SELECT @@global.read_only, @@global.innodb_read_only, @@version, IFNULL((SELECT "
         "VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES WHERE "
-        "VARIABLE_NAME='WSREP_ON'),'OFF')");
+        "VARIABLE_NAME='WSREP_ON'),'OFF'), @@session.binlog_format");
   CHECK(std::string(dlock::kMariaDbDialect.galera_health) ==
         "SELECT @@session.wsrep_on, VARIABLE_NAME, VARIABLE_VALUE FROM "
         "information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN "
@@ -279,7 +279,7 @@ TEST_CASE("dialect mysql: the statements it sends, none of them in a MariaDB-onl
   CHECK_FALSE(my.session.in_txn_probe_row);
   CHECK(std::string(dlock::kMySqlDialect.server_facts) ==
         "SELECT @@global.read_only, @@global.innodb_read_only, @@version, IF(@@version_comment "
-        "LIKE '%XtraDB Cluster%', 'ON', 'OFF')");
+        "LIKE '%XtraDB Cluster%', 'ON', 'OFF'), @@session.binlog_format");
 
   // Every other statement is the family's common one, as MariaDB's.
   const Named a = All(my), b = All(maria);

@@ -26,6 +26,7 @@ class LockImplTestPeer {
     MutexLock g(l.st_mu_);
     return l.claim_line_.size();
   }
+  static constexpr int kMaxHandOverRun = LockImpl::kMaxHandOverRun;
 };
 }  // namespace dlock
 
@@ -952,6 +953,93 @@ TEST_CASE("lease: a release passes the lease to this process's next waiter in it
   l2->Close(z);
 }
 
+TEST_CASE("lease: a run of hand-overs ends with a plain release after kMaxHandOverRun") {
+  // Two threads take turns, each releasing only once the other waits in
+  // line: every release has a taker, yet after kMaxHandOverRun hand-overs
+  // in a row one release is plain (a waiter elsewhere that polls gets its
+  // chance), and the next hold, which waited, passes it on again.
+  auto c = OpenClient();
+  dlock::LockOptions opts = c->impl()->lock_defaults();
+  opts.mode = dlock::LockMode::kLease;
+  const std::string key = kPrefix + "handover-run";
+  auto l = std::make_shared<dlock::LockImpl>(c, key, opts, "");
+  constexpr int kRun = dlock::LockImplTestPeer::kMaxHandOverRun;
+  const int kHolds = kRun + 4;  // kRun + 3 releases with a taker
+  dlock::LockCaller callers[2];
+  const uint64_t handovers = CounterOf(c, "handovers");
+  std::atomic<int> holds{0}, failures{0};
+  std::atomic<uint64_t> last_token{0};
+  auto turn = [&](int me, bool first) {
+    dlock::LockCaller& caller = callers[me];
+    for (;;) {
+      if (first) HoldWithName(*l, caller);
+      else if (!l->Try(caller, 10000).ok()) {
+        failures.fetch_add(1);
+        return;
+      }
+      first = false;
+      const uint64_t t = l->Token(caller);
+      if (t <= last_token.exchange(t)) failures.fetch_add(1);
+      const int n = holds.fetch_add(1) + 1;
+      // Release once the other waits, unless this was the last hold.
+      if (n < kHolds && !PollUntil(Clock::now() + std::chrono::seconds(10),
+                                   [&] { return dlock::LockImplTestPeer::ClaimLine(*l) == 1; }))
+        failures.fetch_add(1);
+      if (!l->Release(caller).ok()) failures.fetch_add(1);
+      if (n >= kHolds - 1) return;  // the other takes the last hold
+    }
+  };
+  std::thread t0(turn, 0, true);
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(10), [&] { return holds.load() >= 1; }));
+  std::thread t1(turn, 1, false);
+  t0.join();
+  t1.join();
+  CHECK(failures.load() == 0);
+  CHECK(holds.load() == kHolds);
+  // kRun passed on, one plain release, then the rest passed on again.
+  CHECK(CounterOf(c, "handovers") - handovers == static_cast<uint64_t>(kHolds - 2));
+  for (auto& k : callers) l->Close(k);
+}
+
+TEST_CASE("lease: no hand-over where the binary log records statements (binlog_format=STATEMENT)") {
+  // A replica would replay the hand-over with its own GET_LOCK and
+  // IS_USED_LOCK answers; under STATEMENT every release is a plain one, and
+  // the waiting thread still gets the lock.
+  Admin admin;
+  const std::string was = admin.Scalar("SELECT @@global.binlog_format");
+  admin.Exec("SET GLOBAL binlog_format = 'STATEMENT'");
+  struct Restore {
+    Admin& a;
+    std::string v;
+    ~Restore() { a.Exec("SET GLOBAL binlog_format = '" + v + "'"); }
+  } restore{admin, was};
+  auto c = OpenClient();  // its sessions start with the global value
+  dlock::LockOptions opts = c->impl()->lock_defaults();
+  opts.mode = dlock::LockMode::kLease;
+  const std::string key = kPrefix + "handover-statement-binlog";
+  auto l = std::make_shared<dlock::LockImpl>(c, key, opts, "");
+  dlock::LockCaller a, b;
+  HoldWithName(*l, a);
+  const uint64_t a_token = l->Token(a);
+  const uint64_t handovers = CounterOf(c, "handovers");
+  std::atomic<int> got{-1};
+  std::atomic<uint64_t> b_token{0};
+  std::thread waiter([&] {
+    dlock::Status s = l->Try(b, 10000);
+    if (s.ok()) b_token = l->Token(b);
+    got = static_cast<int>(s.code());
+    if (s.ok()) DT_CHECK_CODE(l->Release(b), Code::kOk);
+  });
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(10),
+                    [&] { return dlock::LockImplTestPeer::ClaimLine(*l) == 1; }));
+  DT_CHECK_CODE(l->Release(a), Code::kOk);
+  waiter.join();
+  CHECK(got.load() == static_cast<int>(Code::kOk));
+  CHECK(b_token.load() > a_token);
+  CHECK(CounterOf(c, "handovers") == handovers);
+  for (dlock::LockCaller* k : {&a, &b}) l->Close(*k);
+}
+
 TEST_CASE("lease: passing the lease on while the line gives up, times out and is cancelled: one holder, no lease left") {
   // Threads of one client take turns with waits so short that many give up
   // in line, and a canceller cancels at random: whatever the moment, at most
@@ -970,10 +1058,15 @@ TEST_CASE("lease: passing the lease on while the line gives up, times out and is
   std::atomic<int> backwards{0};
   std::atomic<bool> stop{false};
   const uint64_t handovers = CounterOf(c, "handovers");
+  // Each thread its own session, to read the row while it holds.
+  std::vector<std::unique_ptr<Admin>> admins;
+  for (int i = 0; i < kThreads; ++i) admins.push_back(std::make_unique<Admin>());
+  std::atomic<int> row_checks{0}, row_wrong{0};
   std::vector<std::thread> ts;
   for (int i = 0; i < kThreads; ++i) {
     ts.emplace_back([&, i] {
       std::minstd_rand rng(static_cast<unsigned>(i + 1));
+      int held = 0;
       while (!stop.load()) {
         dlock::Status s = l->Try(callers[i], static_cast<int64_t>(rng() % 4));
         if (!s.ok()) continue;
@@ -981,6 +1074,15 @@ TEST_CASE("lease: passing the lease on while the line gives up, times out and is
         const uint64_t t = l->Token(callers[i]);
         if (t <= last_token.exchange(t)) backwards.fetch_add(1);
         wins.fetch_add(1);
+        if (++held % 4 == 0) {
+          // The row names this hold's owner and token, whether the hold was
+          // passed on or acquired.
+          SqlRow row = LeaseRow(*admins[i], key);
+          row_checks.fetch_add(1);
+          if (row.size() != 3 || !row[0] || *row[0] != l->Owner(callers[i]) || !row[2] ||
+              std::stoull(*row[2]) != t)
+            row_wrong.fetch_add(1);
+        }
         std::this_thread::sleep_for(std::chrono::microseconds(rng() % 2000));
         inside.fetch_sub(1);
         dlock::Status r = l->Release(callers[i]);
@@ -1002,6 +1104,8 @@ TEST_CASE("lease: passing the lease on while the line gives up, times out and is
   CHECK(overlaps.load() == 0);
   CHECK(backwards.load() == 0);
   CHECK(wins.load() > 50);
+  CHECK(row_checks.load() > 10);
+  CHECK(row_wrong.load() == 0);
   const uint64_t passed = CounterOf(c, "handovers") - handovers;
   MESSAGE("churn: " << wins.load() << " holds, " << passed << " passed on in the release's statement");
   CHECK(passed > 0);

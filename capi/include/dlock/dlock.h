@@ -194,7 +194,13 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *                     the release's own statement, with the next token (the
  *                     counter handovers), unless a waiter outside the client
  *                     is blocked on the wake-up name: that one is served
- *                     first, as a plain release would.
+ *                     first, as a plain release would. After 8 hand-overs
+ *                     in a row one release is plain, so a waiter outside
+ *                     that polls (wakeup=poll, or its client's pool full)
+ *                     has the chance it has after any release; none
+ *                     where the session's binlog_format is STATEMENT (a
+ *                     replica would replay the statement with its own
+ *                     GET_LOCK answers).
  *                     What it does not promise: any order across clients or
  *                     processes, or between objects that share no hold
  *                     (holder=lock, reentrant=0). There the waiters learn of
@@ -705,7 +711,7 @@ DLOCK_EXPORT int dlock_client_next_event(dlock_client *client, dlock_event *out,
  *   busy              dlock_try that returned DLOCK_BUSY
  *   wait_ms           total time spent inside dlock_try
  *   releases          successful releases
- *   handovers         releases that passed the lease on to this process's next waiter
+ *   handovers         leases a release passed on to this process's next waiter (fair=1)
  *   renewals          leases extended (manual and watchdog)
  *   renew_ticks       watchdog ticks that renewed something
  *   renew_statements  statements the watchdog executed
