@@ -10,7 +10,11 @@
 //     throughput vs the 1/0.020 s limit, handoff p50/p99, fairness,
 //     statements per acquisition; the article's 100 ms-polling class first,
 //     as the baseline
-// (d) the same for the row lock
+// (d) the same for the row lock; in (d) also a prototype that waits for
+//     the wake-up name and acquires in one statement (WaitAcquireContender)
+//     (on a throwaway server, DLOCK_BENCH_THROWAWAY=1, (d) also times the
+//     lease with innodb_flush_log_at_trx_commit=2, set globally and put back:
+//     the share of a handoff that is the redo log's flush)
 // (e) a handoff in one durable commit (issue 22, goal 4): dlock's two-commit
 //     handoff (its release, then the waiter's acquire, the core's statements
 //     sent bare) against a prototype written here (the waiter's claim, the
@@ -295,7 +299,7 @@ struct ProcResult {
   uint64_t statements = 0;
 };
 
-enum class Kind { kArticle, kGetLock, kForUpdate, kLease, kRow, kTwoCommit, kOneCommit, kOneCommitEarly };
+enum class Kind { kArticle, kGetLock, kForUpdate, kLease, kRow, kTwoCommit, kWaitAcquire, kOneCommit, kOneCommitEarly };
 
 // Scenario knobs shared by every contender.
 struct Scenario {
@@ -406,6 +410,68 @@ void TwoCommitContender(const Url& u, const Scenario& sc, int id, int proc, doub
     } else if (r.Exec(rel, {key, owner}, &a) != 0 || a != 1) {
       Die("two-commit release failed");
     }
+    out->push_back(Rec{t0, acquired, rs, id, proc});
+    if (sc.outside_ms > 0) SleepMs(sc.outside_ms);
+  }
+  *stmts += r.statements;
+}
+
+// A prototype (not in the core): the wake-up wait and the acquire in one
+// statement. The waiter's upsert evaluates GET_LOCK on the wake-up name
+// while it builds its row, before it touches the lock row, so once the
+// holder's release gives the name up the same statement goes on to the row
+// (queued on its lock until the release commits) with no reply and no new
+// statement in between: one client round trip less per handoff than
+// TwoCommitContender. Not safe as it stands: the statement's UTC_TIMESTAMP
+// is its start, so the expiry it writes and compares with is as old as the
+// wait was long (harmless here: waits of ~20 ms against a 30 s ttl).
+std::string WaitAcquireSql() {
+  const std::string& a = CoreSql().lease.acquire;
+  const std::string at = " + INTERVAL ? MICROSECOND, ";
+  const size_t i = a.find(at);
+  if (i == std::string::npos) Die("wait+acquire prototype: the acquire statement changed shape");
+  // params: key, owner, ttl_us, name, timeout_us, then the acquire's own rest (none)
+  return a.substr(0, i) + " + INTERVAL ? MICROSECOND + INTERVAL 0 * IFNULL(GET_LOCK(?, ? / 1000000), 0) MICROSECOND, " +
+         a.substr(i + at.size());
+}
+
+void WaitAcquireContender(const Url& u, const Scenario& sc, int id, int proc, double end, std::vector<Rec>* out,
+                          uint64_t* stmts) {
+  Raw r(u);
+  const dlock::LeaseSql& q = CoreSql().lease;
+  MYSQL_STMT* acq = r.Prepare(q.acquire.c_str());
+  MYSQL_STMT* wait_acq = r.Prepare(WaitAcquireSql().c_str());
+  MYSQL_STMT* rel_wake = r.Prepare(q.release_and_wake.c_str());
+  MYSQL_STMT* mine = r.Prepare("SELECT IS_USED_LOCK(?) = CONNECTION_ID()");
+  const std::string key = "bench:handoff:waitacq";
+  const char* const name = "bench:handoff:waitacq-wake";
+  bool has_name = false;
+  uint64_t n = 0;
+  while (NowMs() < end) {
+    const std::string owner = "t" + std::to_string(id) + "-" + std::to_string(n++);
+    const double t0 = NowMs();
+    bool got = false;
+    uint64_t a = 0;
+    if (r.Exec(acq, {key, owner, kTtlUs}, &a) != 0) Die("wait+acquire: acquire failed");
+    got = a > 0;
+    while (!got && NowMs() < end + 1000) {
+      if (!has_name) {
+        if (r.Exec(wait_acq, {key, owner, kTtlUs, name, "2000000"}, &a) != 0) Die("wait+acquire failed");
+        got = a > 0;
+        has_name = r.Fetch(mine, {name}) == "1";
+      } else {
+        SleepMs(1);  // holding the name while busy: the holder did not come through it; poll
+        if (r.Exec(acq, {key, owner, kTtlUs}, &a) != 0) Die("wait+acquire: acquire failed");
+        got = a > 0;
+      }
+    }
+    if (!got) break;
+    const double acquired = NowMs();
+    if (sc.inside_ms > 0) SleepMs(sc.inside_ms);
+    const double rs = NowMs();
+    // Always the waking release: RELEASE_LOCK of a name we do not hold is a no-op.
+    if (r.Exec(rel_wake, {name, key, owner}, &a) != 0 || a != 1) Die("wait+acquire: release failed");
+    has_name = false;
     out->push_back(Rec{t0, acquired, rs, id, proc});
     if (sc.outside_ms > 0) SleepMs(sc.outside_ms);
   }
@@ -550,6 +616,7 @@ ProcResult RunProcess(const std::string& url, Kind kind, const Scenario& sc, int
       if (kind == Kind::kArticle) ArticleContender(u, sc, id, proc, end, &per[t], &stmts[t]);
       else if (kind == Kind::kGetLock || kind == Kind::kForUpdate) RawContender(u, kind, sc, id, proc, end, &per[t], &stmts[t]);
       else if (kind == Kind::kTwoCommit) TwoCommitContender(u, sc, id, proc, end, &per[t], &stmts[t]);
+      else if (kind == Kind::kWaitAcquire) WaitAcquireContender(u, sc, id, proc, end, &per[t], &stmts[t]);
       else if (kind == Kind::kOneCommit || kind == Kind::kOneCommitEarly)
         OneCommitContender(u, sc, kind == Kind::kOneCommitEarly, id, proc, end, &per[t], &stmts[t]);
       else DlockContender(c, kind, sc, id, proc, end, &per[t]);
@@ -1202,6 +1269,7 @@ int main(int argc, char** argv) {
                       {"GET_LOCK (reference)", Kind::kGetLock, nullptr},
                       {"FOR UPDATE (reference)", Kind::kForUpdate, nullptr},
                       {"lease statements bare (floor)", Kind::kTwoCommit, nullptr},
+                      {"lease bare, wait+acquire in one", Kind::kWaitAcquire, nullptr},
                       {"dlock lease", Kind::kLease, nullptr},
                       {"dlock lease fair=0", Kind::kLease, "0"},
                       {"dlock row", Kind::kRow, nullptr},
@@ -1220,6 +1288,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       for (const Row& r : rows) {
         if (want != nullptr && std::strstr(r.name, want) == nullptr) continue;
+        if (loop && r.kind == Kind::kWaitAcquire) continue;  // a handoff experiment: (d) only
         Scenario sc;
         sc.outside_ms = loop ? 0 : 20;
         sc.fair = r.fair;
@@ -1227,6 +1296,26 @@ int main(int argc, char** argv) {
         if (loop) PrintLoop(r.name, f);
         else PrintHandoff(r.name, f);
         std::fflush(stdout);
+      }
+      // (d) again for the lease with commits written but not flushed, on a
+      // throwaway server only (a global setting, put back): how much of a
+      // lease handoff, and of the limit it misses, is the redo log's flush.
+      if (!loop && std::getenv("DLOCK_BENCH_THROWAWAY") != nullptr) {
+        Raw admin(u);
+        const std::string flush_setting =
+            Rows(admin.handle(), "SELECT @@global.innodb_flush_log_at_trx_commit").at(0).at(0);
+        const Row unflushed[] = {{"lease bare, commits not flushed", Kind::kTwoCommit, nullptr},
+                                 {"dlock lease, not flushed", Kind::kLease, nullptr}};
+        for (const Row& r : unflushed) {
+          if (want != nullptr && std::strstr(r.name, want) == nullptr) continue;
+          Scenario sc;
+          sc.outside_ms = 20;
+          admin.Query("SET GLOBAL innodb_flush_log_at_trx_commit = 2");
+          ContendedFigures f = Contend(url, r.kind, sc, lay.procs, lay.threads, seconds);
+          admin.Query(("SET GLOBAL innodb_flush_log_at_trx_commit = " + flush_setting).c_str());
+          PrintHandoff(r.name, f);
+          std::fflush(stdout);
+        }
       }
     }
   }
