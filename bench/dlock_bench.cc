@@ -31,6 +31,12 @@
 // server) it turns them on (a global setting, left so) and also times the
 // cycles with innodb_flush_log_at_trx_commit=2, set globally and put back;
 // on any other server it runs only if they are already on.
+//
+// Environment, for a closer look: DLOCK_BENCH_ROWS (rows whose name holds
+// it), DLOCK_BENCH_SCENARIOS ("c1,dp": (c)/(d) in 1 process / P processes),
+// DLOCK_BENCH_HOLDER (the dlock rows' `holder`, e.g. "lock": every thread's
+// lock object its own holder, as the Go binding's are, so no hand-over
+// between them), DLOCK_BENCH_DUMP (a file: every acquisition appended).
 #include <dlock/dlock.h>
 #include <mysql.h>
 #include <mysqld_error.h>
@@ -572,6 +578,9 @@ void DlockContender(dlock_client* c, Kind kind, const Scenario& sc, int id, int 
   dlock_config_new(&cfg, &e);
   dlock_config_set(cfg, "mode", kind == Kind::kRow ? "row" : "lease", &e);
   if (sc.fair != nullptr && dlock_config_set(cfg, "fair", sc.fair, &e) != DLOCK_OK) Die(e.message);
+  if (std::getenv("DLOCK_BENCH_HOLDER") != nullptr &&
+      dlock_config_set(cfg, "holder", std::getenv("DLOCK_BENCH_HOLDER"), &e) != DLOCK_OK)
+    Die(e.message);
   dlock_lock* l;
   const std::string key = "bench:contended";
   if (dlock_open(&l, c, key.data(), key.size(), cfg, &e) != DLOCK_OK) Die(e.message);
