@@ -459,7 +459,7 @@ void LockImpl::Cancel(LockCaller& me) {
     // Any thread of the claim line may be the cancelled one.
     for (ClaimWaiter* w : claim_line_) w->cv.notify_all();
   }
-  c_->waiters().Notify(db_key_);
+  c_->waiters().WakeAll(db_key_);
   // A statement blocked on the server (GET_LOCK, a row-lock slice) is ended
   // by shutting its socket: immediate even when the server does not answer.
   // Under wait_mu_, so the waiter cannot have moved on to another statement

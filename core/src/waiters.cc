@@ -62,24 +62,43 @@ void WaitQueues::Leave(const std::string& key, uint64_t ticket) {
   auto it = queues_.find(key);
   if (it == queues_.end()) return;
   Queue& q = it->second;
+  const bool was_head = !q.tickets.empty() && q.tickets.front() == ticket;
   q.tickets.erase(std::remove(q.tickets.begin(), q.tickets.end(), ticket), q.tickets.end());
   if (q.tickets.empty()) {
     queues_.erase(it);
-  } else {
-    q.cv.notify_all();  // the next in line becomes head
+  } else if (was_head) {
+    // The next in line becomes head: wake it (if it waits yet; if not, its
+    // WaitHead finds itself at the front).
+    for (const auto& w : q.waiting)
+      if (w.first == q.tickets.front()) w.second->notify_one();
   }
 }
 
 bool WaitQueues::WaitHead(const std::string& key, uint64_t ticket, Clock::time_point deadline,
                           const std::function<bool()>& stop) {
   MutexLock g(mu_);
+  std::condition_variable_any cv;  // ours alone: Leave wakes us when we head the line
+  bool registered = false;
+  // Our ticket stays in key's Queue until our Leave (after this returns), so
+  // the Queue we registered in is still there.
+  auto done = [&](bool head) REQUIRES(mu_) {
+    if (registered) {
+      auto& w = PromoteLocked(key).waiting;
+      w.erase(std::find_if(w.begin(), w.end(), [&](const auto& e) { return e.first == ticket; }));
+    }
+    return head;
+  };
   for (;;) {
     Queue& q = PromoteLocked(key);
-    if (!q.tickets.empty() && q.tickets.front() == ticket) return true;
-    if (stop()) return false;
+    if (!q.tickets.empty() && q.tickets.front() == ticket) return done(true);
+    if (stop()) return done(false);
     auto now = Clock::now();
-    if (now >= deadline) return false;
-    q.cv.wait_until(mu_, std::min(deadline, now + kSlice));
+    if (now >= deadline) return done(false);
+    if (!registered) {
+      q.waiting.emplace_back(ticket, &cv);
+      registered = true;
+    }
+    cv.wait_until(mu_, std::min(deadline, now + kSlice));
   }
 }
 
@@ -110,7 +129,15 @@ void WaitQueues::Notify(const std::string& key) {
   auto it = queues_.find(key);
   if (it == queues_.end()) return;
   ++it->second.releases;
+  it->second.cv.notify_all();  // the head, in Sleep: the others wait to head the line
+}
+
+void WaitQueues::WakeAll(const std::string& key) {
+  MutexLock g(mu_);
+  auto it = queues_.find(key);
+  if (it == queues_.end()) return;
   it->second.cv.notify_all();
+  for (const auto& w : it->second.waiting) w.second->notify_all();
 }
 
 WaitQueues::HintEntry& WaitQueues::TouchLocked(const std::string& key) {

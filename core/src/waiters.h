@@ -12,6 +12,7 @@
 #include <list>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "thread_annotations.h"
@@ -42,8 +43,11 @@ class WaitQueues {
   // The head sleeps until `until`, a local release after `seen`, or stop().
   void Sleep(const std::string& key, uint64_t seen, Clock::time_point until,
              const std::function<bool()>& stop) EXCLUDES(mu_);
-  // A local holder released key: wake its waiters.
+  // A local holder released key: wake its head (in Sleep).
   void Notify(const std::string& key) EXCLUDES(mu_);
+  // Wake every thread waiting on key's line (WaitHead or Sleep), so that a
+  // cancelled one sees its stop() at once.
+  void WakeAll(const std::string& key) EXCLUDES(mu_);
 
   void NoteBusy(const std::string& key, int64_t remaining_us) EXCLUDES(mu_);
   // We waited for key and won it: keep it marked contended (expiry unknown).
@@ -56,7 +60,12 @@ class WaitQueues {
   struct Queue {
     std::deque<uint64_t> tickets;
     uint64_t releases = 0;
-    std::condition_variable_any cv;  // waits on mu_
+    std::condition_variable_any cv;  // the head's Sleep waits here, on mu_
+    // The threads in WaitHead, by ticket, each on a condition variable of
+    // its own (on mu_): a new head is woken alone, not the whole line (50
+    // threads woken at every handoff cost each acquisition a thundering herd
+    // on this mutex and on the cores).
+    std::vector<std::pair<uint64_t, std::condition_variable_any*>> waiting;
   };
   struct HintEntry {
     Hint hint;

@@ -123,3 +123,83 @@ TEST_CASE("many keys alone in line at once, past the inline limit") {
     CHECK_FALSE(wq.GetHint(keys[i]).contended);
   }
 }
+
+TEST_CASE("a new head is woken alone: the rest of the line sleeps on") {
+  // 20 threads wait behind a head; each leaves as soon as it heads the line.
+  // Each WaitHead round calls stop() once, so the calls count the wake-ups:
+  // woken alone, a thread costs two or three (its first check, its turn, and
+  // now and then a 50 ms slice running out); waking the whole line at each
+  // head change would cost about n*n/2 more (190 here).
+  WaitQueues wq;
+  const std::string key = "k";
+  bool head = false;
+  const uint64_t a = wq.Join(key, &head);
+  REQUIRE(head);
+  constexpr int n = 20;
+  std::atomic<int> calls{0}, first{0}, headed{0};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < n; ++i) {
+    ts.emplace_back([&] {
+      bool h = true;
+      const uint64_t t = wq.Join(key, &h);
+      bool counted = false;
+      auto stop = [&] {
+        calls.fetch_add(1);
+        if (!counted) first.fetch_add(1);
+        counted = true;
+        return false;
+      };
+      if (wq.WaitHead(key, t, Clock::now() + std::chrono::seconds(30), stop)) headed.fetch_add(1);
+      wq.Leave(key, t);
+    });
+  }
+  // Every thread has checked once (under the queues' mutex, which it holds
+  // from that check until it waits): all of them wait behind a.
+  const auto limit = Clock::now() + std::chrono::seconds(10);
+  while (first.load() < n && Clock::now() < limit) std::this_thread::yield();
+  REQUIRE(first.load() == n);
+  const auto start = Clock::now();
+  wq.Leave(key, a);
+  for (auto& t : ts) t.join();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  CHECK(headed.load() == n);
+  // Slices that ran out while the chain went on: at most one per thread per
+  // 50 ms that it took.
+  const long slack = static_cast<long>(n) * (ms / 50 + 1);
+  INFO("stop() calls: " << calls.load() << " in " << ms << " ms");
+  CHECK(calls.load() <= 2 * n + slack);
+}
+
+TEST_CASE("a release wakes the head's sleep; a cancel wakes the threads behind it too") {
+  WaitQueues wq;
+  const std::string key = "k";
+  bool head = false;
+  const uint64_t a = wq.Join(key, &head);
+  REQUIRE(head);
+  std::atomic<bool> cancel{false}, checked{false};
+  std::atomic<int> result{-1};
+  std::thread t([&] {
+    bool h = true;
+    const uint64_t b = wq.Join(key, &h);
+    auto stop = [&] {
+      checked.store(true);
+      return cancel.load();
+    };
+    result.store(wq.WaitHead(key, b, Clock::now() + std::chrono::seconds(30), stop) ? 1 : 0);
+    wq.Leave(key, b);
+  });
+  const auto limit = Clock::now() + std::chrono::seconds(10);
+  while (!checked.load() && Clock::now() < limit) std::this_thread::yield();
+  REQUIRE(checked.load());
+  cancel.store(true);
+  wq.WakeAll(key);  // what a lock's Cancel calls
+  t.join();
+  CHECK(result.load() == 0);  // gave up on stop(), never headed the line
+  // The head's sleep still ends at a release.
+  const uint64_t seen = wq.Releases(key);
+  wq.Notify(key);
+  const auto start = Clock::now();
+  wq.Sleep(key, seen, start + std::chrono::seconds(10), Never);
+  CHECK(Clock::now() - start < std::chrono::seconds(5));
+  wq.Leave(key, a);
+}
