@@ -4,12 +4,6 @@
 
 namespace dlock {
 
-namespace {
-// Waits are cut into slices so a stop() request (cancel) is seen promptly
-// even if nobody notifies.
-constexpr auto kSlice = std::chrono::milliseconds(50);
-}  // namespace
-
 size_t WaitQueues::FindSoloLocked(const std::string& key, size_t hash) const {
   for (size_t i = 0; i < solos_.size(); ++i)
     if (solos_[i].hash == hash && *solos_[i].key == key) return i;
@@ -98,7 +92,7 @@ bool WaitQueues::WaitHead(const std::string& key, uint64_t ticket, Clock::time_p
       q.waiting.emplace_back(ticket, &cv);
       registered = true;
     }
-    cv.wait_until(mu_, std::min(deadline, now + kSlice));
+    cv.wait_until(mu_, std::min(deadline, now + slice_));
   }
 }
 
@@ -120,7 +114,7 @@ void WaitQueues::Sleep(const std::string& key, uint64_t seen, Clock::time_point 
     if (q.releases != seen || stop()) return;
     auto now = Clock::now();
     if (now >= until) return;
-    q.cv.wait_until(mu_, std::min(until, now + kSlice));
+    q.cv.wait_until(mu_, std::min(until, now + slice_));
   }
 }
 

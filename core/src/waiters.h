@@ -29,6 +29,11 @@ class WaitQueues {
     Clock::time_point expiry_estimate{};    // when the holder's lease ends, by the DB
   };
 
+  // slice: the longest a wait (WaitHead, Sleep) sleeps without being woken
+  // before it looks at its stop() and deadline again. Tests lengthen it, so
+  // that a wait that was not woken visibly stays asleep.
+  explicit WaitQueues(Clock::duration slice = std::chrono::milliseconds(50)) : slice_(slice) {}
+
   // Joins key's line; *head: the ticket heads it at once (nobody was in
   // line), so WaitHead would return at once. key must live until Leave.
   uint64_t Join(const std::string& key, bool* head) EXCLUDES(mu_);
@@ -91,6 +96,7 @@ class WaitQueues {
   static constexpr size_t kMaxHints = 4096;
   static constexpr std::chrono::milliseconds kHintLife{2000};
 
+  const Clock::duration slice_;
   Mutex mu_;
   uint64_t next_ticket_ GUARDED_BY(mu_) = 0;
   std::unordered_map<std::string, Queue> queues_ GUARDED_BY(mu_);
