@@ -377,6 +377,26 @@ const char* const kHandoffWake = "bench:handoff:wake";
 const char* const kTtlUs = "30000000";
 const char* const kClaimUs = "2000000";  // the claim window
 
+// The loop of the bare contenders: acquire(owner) takes the key (false: it
+// gave up at the end of the run), the key is held sc.inside_ms, release(owner)
+// gives it back, then sc.outside_ms outside.
+template <class Acquire, class Release>
+void BareLoop(const Scenario& sc, int id, int proc, double end, std::vector<Rec>* out, Acquire acquire,
+              Release release) {
+  uint64_t n = 0;
+  while (NowMs() < end) {
+    const std::string owner = "t" + std::to_string(id) + "-" + std::to_string(n++);
+    const double t0 = NowMs();
+    if (!acquire(owner)) break;
+    const double acquired = NowMs();
+    if (sc.inside_ms > 0) SleepMs(sc.inside_ms);
+    const double rs = NowMs();
+    release(owner);
+    out->push_back(Rec{t0, acquired, rs, id, proc});
+    if (sc.outside_ms > 0) SleepMs(sc.outside_ms);
+  }
+}
+
 // dlock's two-commit handoff, its statements sent bare and driven as
 // lease_scheme.cc drives them: try the acquire; when busy, wait for the
 // holder's wake-up name (GET_LOCK) and try again; a holder that came
@@ -393,22 +413,17 @@ void TwoCommitContender(const Url& u, const Scenario& sc, int id, int proc, doub
   MYSQL_STMT* get_name = r.Prepare(q.get_name.c_str());
   const std::string key = "bench:handoff:two";
   bool has_name = false;
-  uint64_t n = 0;
-  while (NowMs() < end) {
-    const std::string owner = "t" + std::to_string(id) + "-" + std::to_string(n++);
-    const double t0 = NowMs();
-    bool got = false;
-    while (!got && NowMs() < end + 1000) {
+  auto acquire = [&](const std::string& owner) {
+    while (NowMs() < end + 1000) {
       uint64_t a = 0;
       if (r.Exec(acq, {key, owner, kTtlUs}, &a) != 0) Die("two-commit acquire failed");
-      if (a > 0) { got = true; break; }
+      if (a > 0) return true;
       if (!has_name) has_name = r.Fetch(get_name, {kHandoffWake, "2000000"}) == "1";
       else SleepMs(1);  // holding the name while busy: the holder did not come through it; poll
     }
-    if (!got) break;
-    const double acquired = NowMs();
-    if (sc.inside_ms > 0) SleepMs(sc.inside_ms);
-    const double rs = NowMs();
+    return false;
+  };
+  auto release = [&](const std::string& owner) {
     uint64_t a = 0;
     if (has_name) {
       if (r.Exec(rel_wake, {kHandoffWake, key, owner}, &a) != 0 || a != 1) Die("two-commit release failed");
@@ -416,9 +431,8 @@ void TwoCommitContender(const Url& u, const Scenario& sc, int id, int proc, doub
     } else if (r.Exec(rel, {key, owner}, &a) != 0 || a != 1) {
       Die("two-commit release failed");
     }
-    out->push_back(Rec{t0, acquired, rs, id, proc});
-    if (sc.outside_ms > 0) SleepMs(sc.outside_ms);
-  }
+  };
+  BareLoop(sc, id, proc, end, out, acquire, release);
   *stmts += r.statements;
 }
 
@@ -451,36 +465,30 @@ void WaitAcquireContender(const Url& u, const Scenario& sc, int id, int proc, do
   MYSQL_STMT* mine = r.Prepare("SELECT IS_USED_LOCK(?) = CONNECTION_ID()");
   const std::string key = "bench:handoff:waitacq";
   const char* const name = "bench:handoff:waitacq-wake";
-  bool has_name = false;
-  uint64_t n = 0;
-  while (NowMs() < end) {
-    const std::string owner = "t" + std::to_string(id) + "-" + std::to_string(n++);
-    const double t0 = NowMs();
-    bool got = false;
+  bool has_name = false;  // known to hold the name while the key is busy: poll, do not wait on it
+  auto acquire = [&](const std::string& owner) {
     uint64_t a = 0;
     if (r.Exec(acq, {key, owner, kTtlUs}, &a) != 0) Die("wait+acquire: acquire failed");
-    got = a > 0;
-    while (!got && NowMs() < end + 1000) {
+    while (a == 0 && NowMs() < end + 1000) {
       if (!has_name) {
         if (r.Exec(wait_acq, {key, owner, kTtlUs, name, "2000000"}, &a) != 0) Die("wait+acquire failed");
-        got = a > 0;
-        has_name = r.Fetch(mine, {name}) == "1";
+        // Asked only when it did not win: a winner's release gives the name
+        // up anyway (RELEASE_LOCK of a name not held is a no-op), and asking
+        // then would put a round trip into the handoff.
+        if (a == 0) has_name = r.Fetch(mine, {name}) == "1";
       } else {
         SleepMs(1);  // holding the name while busy: the holder did not come through it; poll
         if (r.Exec(acq, {key, owner, kTtlUs}, &a) != 0) Die("wait+acquire: acquire failed");
-        got = a > 0;
       }
     }
-    if (!got) break;
-    const double acquired = NowMs();
-    if (sc.inside_ms > 0) SleepMs(sc.inside_ms);
-    const double rs = NowMs();
-    // Always the waking release: RELEASE_LOCK of a name we do not hold is a no-op.
+    return a > 0;
+  };
+  auto release = [&](const std::string& owner) {
+    uint64_t a = 0;
     if (r.Exec(rel_wake, {name, key, owner}, &a) != 0 || a != 1) Die("wait+acquire: release failed");
     has_name = false;
-    out->push_back(Rec{t0, acquired, rs, id, proc});
-    if (sc.outside_ms > 0) SleepMs(sc.outside_ms);
-  }
+  };
+  BareLoop(sc, id, proc, end, out, acquire, release);
   *stmts += r.statements;
 }
 
