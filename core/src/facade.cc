@@ -201,16 +201,22 @@ Status Lock::Open(std::shared_ptr<Client> client, const std::string& key, const 
   // auto_renew on a row lock is accepted and does nothing: a row lock has no
   // expiry, it is kept until released, which is what auto_renew asks for.
   std::shared_ptr<LockImpl> impl;
-  if (opts.holder == Holder::kThread && opts.reentrant) {
+  const bool by_thread = opts.holder == Holder::kThread && opts.reentrant;
+  if (by_thread || opts.holder == Holder::kLock) {
     ClientImpl* ci = client->impl();
     // A lease lock and a row lock of one key are two locks (two tables).
-    const std::string id = std::string(kLockModeWords[static_cast<int>(opts.mode)]) + ':' + key;
+    // Objects that are each their own holder (holder=lock) share the lock
+    // too, so that they wait for each other here, in line, and a release
+    // hands the lease straight to the next object (fair=1): without it,
+    // each object's waiter learnt of a sibling's release from the server.
+    // They share only when their options agree; no object is refused.
+    const std::string id = std::string(by_thread ? "" : "object:") +
+                           kLockModeWords[static_cast<int>(opts.mode)] + ':' + key;
     s = ci->shared_locks().Get(id, key, opts, [&] { return std::make_shared<LockImpl>(client, key, opts, id); },
-                       &impl);
+                               &impl, /*strict=*/by_thread);
     if (!s.ok()) return s;
-  } else {
-    impl = std::make_shared<LockImpl>(std::move(client), key, opts, "");
   }
+  if (!impl) impl = std::make_shared<LockImpl>(std::move(client), key, opts, "");
   out->reset(new Lock(std::move(impl)));
   return Status::OK();
 }
@@ -232,12 +238,12 @@ Status Lock::RollbackAs(uint64_t holder) {
   return impl_->Rollback(*me_);
 }
 int64_t Lock::busy_remaining_ms() const {
-  const int64_t us = impl_->BusyRemainingUs();
+  const int64_t us = impl_->BusyRemainingUs(*me_);
   return us < 0 ? -1 : (us + 999) / 1000;
 }
 int Lock::hold_count_as(uint64_t holder) const {
   HolderScope as(holder);
-  return impl_->HoldCountOfCaller();
+  return impl_->HoldCountOfCaller(*me_);
 }
 Status Lock::ReleaseAs(uint64_t holder) {
   HolderScope as(holder);

@@ -11,6 +11,7 @@ namespace {
 thread_local bool t_has_holder = false;
 thread_local uint64_t t_holder = 0;
 std::atomic<uint64_t> g_next_thread_holder{1};
+std::atomic<uint64_t> g_next_object{1};
 }  // namespace
 
 HolderId HolderId::Current() {
@@ -26,6 +27,8 @@ HolderId HolderId::Current() {
   h.id = self;
   return h;
 }
+
+uint64_t HolderId::NewObjectId() { return g_next_object.fetch_add(1); }
 
 HolderScope::HolderScope(uint64_t id) : had_(t_has_holder), prev_(t_holder) {
   t_has_holder = id != 0;  // 0: the calling OS thread

@@ -153,6 +153,8 @@ void LockImpl::Close(LockCaller& me) {
       }
       taken_.erase(it);
     }
+    // An object's lost hold is its own to see; the object is gone.
+    if (opts_.holder == Holder::kLock) lost_.erase(WhoIs(me));
   }
   if (n > 0) ReleaseShares(gen, n);
 }
@@ -163,8 +165,7 @@ void LockImpl::HoldEndedLocked() {
 }
 
 void LockImpl::RememberLostLocked(const HolderId& next) {
-  if (opts_.holder == Holder::kLock || gen_ == 0 || holder_ == next ||
-      state_ != LockState::kLost)
+  if (gen_ == 0 || holder_ == next || state_ != LockState::kLost)
     return;
   lost_[holder_] = LostHold{gen_, owner_, fence_, LostWhyLocked()};
   if (lost_.size() > kMaxLostHolds) {
@@ -178,8 +179,7 @@ void LockImpl::RememberLostLocked(const HolderId& next) {
 LockImpl::View LockImpl::ViewLocked(const LockCaller& me) const {
   View v;
   v.current = true;
-  if (opts_.holder == Holder::kLock) return v;  // the object is the holder
-  const HolderId who = HolderId::Current();
+  const HolderId who = WhoIs(me);
   if (gen_ != 0 && holder_ == who) return v;
   v.current = false;
   auto lost = lost_.find(who);
@@ -205,13 +205,23 @@ LockImpl::View LockImpl::ViewLocked(const LockCaller& me) const {
 }
 
 Status LockImpl::ActsOnCurrentLocked(const LockCaller& me, const char* what, bool strict) const {
-  if (opts_.holder == Holder::kLock) return Status::OK();
-  const HolderId who = HolderId::Current();
+  const HolderId who = WhoIs(me);
   if (gen_ != 0 && holder_ == who) return Status::OK();
   auto lost = lost_.find(who);
   if (lost != lost_.end())
     return Status::Lost("lock " + Name() + " was lost: " + lost->second.why +
                         "; another holder has taken it since");
+  if (opts_.holder == Holder::kLock) {
+    // This object's own acquisition in another thread: RefuseWhileAcquiring
+    // says so. A sibling object's hold (held, being acquired, or lost and
+    // not given back yet) is not this one's; nor is one that has ended.
+    if (acquiring_ && acquirer_ == &me) return Status::OK();
+    if (acquiring_ || PinnedLocked())
+      return Status::StateError("lock " + Name() + (acquiring_ ? " is being acquired" : " is held") +
+                                " by another lock object of this client; with holder=lock only "
+                                "the object that acquired it may " + what + " it");
+    return Status::StateError("lock " + Name() + " is not held");
+  }
   if (!strict && !who.explicit_id) {
     // A binding whose holders are ids (dlock_try_as) calls this without one.
     auto t = taken_.find(&me);
@@ -319,9 +329,15 @@ void LockImpl::WatchSessionLocked() const {
   NotifyLocked();
 }
 
-bool LockImpl::IsHolderLocked() const {
-  return opts_.holder == Holder::kLock || holder_ == HolderId::Current();
+HolderId LockImpl::WhoIs(const LockCaller& me) const {
+  if (opts_.holder != Holder::kLock) return HolderId::Current();
+  HolderId h;
+  h.explicit_id = true;  // never compared with a thread's or a binding's: one lock has one kind
+  h.id = me.object_id;
+  return h;
 }
+
+bool LockImpl::IsHolderLocked(const LockCaller& me) const { return holder_ == WhoIs(me); }
 
 LockState LockImpl::StateLocked() const {
   WatchSessionLocked();
@@ -432,9 +448,9 @@ int LockImpl::HoldCount(const LockCaller& me) const {
   return ViewLocked(me).current && StateLocked() == LockState::kHeld ? count_ : 0;
 }
 
-int LockImpl::HoldCountOfCaller() const {
+int LockImpl::HoldCountOfCaller(const LockCaller& me) const {
   MutexLock g(st_mu_);
-  return StateLocked() == LockState::kHeld && IsHolderLocked() ? count_ : 0;
+  return StateLocked() == LockState::kHeld && IsHolderLocked(me) ? count_ : 0;
 }
 
 uint64_t LockImpl::CancelMark(const LockCaller& me) const { return me.cancel_seq.load(); }
@@ -505,6 +521,8 @@ Status LockImpl::Try(LockCaller& me, int64_t wait_ms, const uint64_t* cancel_mar
   Status s;
   if (handed) grant = std::move(*handed);  // passed on by the last holder's release
   else s = scheme_->Acquire(deadline, cancel, &grant);
+  // Read before Settle: no other acquisition runs on the scheme till then.
+  me.busy_us.store(s.code() == Code::kBusy ? scheme_->BusyRemainingUs() : -1);
   if (cancel.cancelled()) {
     // Cancelled, whatever else happened: a lock won in the race with the
     // cancel is given back at once, so no binding has to undo it.
@@ -560,7 +578,7 @@ Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken c
   MutexLock g(st_mu_);
   // A new attempt: the caller's older lost hold was reported (it sees its
   // own hold, or nothing, from now on).
-  lost_.erase(HolderId::Current());
+  lost_.erase(WhoIs(me));
   // fair=1: our place in the claim line, once we had to wait (made only
   // then: its condition variable allocates).
   std::optional<ClaimWaiter> place;
@@ -575,6 +593,7 @@ Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken c
       *handed = std::move(handed_);
       handed_.reset();
       acquiring_ = true;
+      acquirer_ = &me;
       k.handovers.fetch_add(1);
       return Status::OK();
     }
@@ -588,7 +607,7 @@ Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken c
     if (!releasing_) {
       LockState st = StateLocked();
       if (st == LockState::kHeld) {
-        if (IsHolderLocked()) {
+        if (IsHolderLocked(me)) {
           if (queued) LeaveClaimLineLocked(&*place);
           if (!opts_.reentrant)
             return Status::StateError("lock " + Name() +
@@ -610,6 +629,7 @@ Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken c
         *waited = queued;
         if (queued) LeaveClaimLineLocked(&*place);
         acquiring_ = true;
+        acquirer_ = &me;
         return Status::OK();
       }
     }
@@ -619,10 +639,14 @@ Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken c
     if (now >= deadline) {
       if (queued) LeaveClaimLineLocked(&*place);
       k.busy.fetch_add(1);
-      return Status::Busy("lock " + Name() +
-                          (releasing_ ? " is being released by another thread through this lock "
-                                        "object, still at the end of the wait"
-                                      : " is held by another thread through this lock object"));
+      // What is known here of the holder's lease: its end by our clock.
+      me.busy_us.store(state_ == LockState::kHeld && scheme_->expires() && deadline_ > now
+                           ? std::chrono::duration_cast<std::chrono::microseconds>(deadline_ - now).count()
+                           : -1);
+      const char* other = opts_.holder == Holder::kLock ? "another lock object of this client"
+                                                        : "another thread through this lock object";
+      return Status::Busy("lock " + Name() + (releasing_ ? " is being released by " : " is held by ") +
+                          other + (releasing_ ? ", still at the end of the wait" : ""));
     }
     if (opts_.fair && !place) {
       place.emplace();
@@ -641,7 +665,7 @@ Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken c
 void LockImpl::Settle(LockCaller& me, const Status& s, const Grant& grant) {
   MutexLock g(st_mu_);
   acquiring_ = false;
-  const HolderId who = HolderId::Current();
+  const HolderId who = WhoIs(me);
   if (s.ok()) {
     RememberLostLocked(who);
     state_ = LockState::kHeld;
@@ -663,7 +687,7 @@ void LockImpl::Settle(LockCaller& me, const Status& s, const Grant& grant) {
     t.holds = 1;
     t.owner = owner_;
     t.token = fence_;
-  } else if (state_ == LockState::kLost && IsHolderLocked()) {
+  } else if (state_ == LockState::kLost && IsHolderLocked(me)) {
     // The holder's own new attempt: its old loss was reported. (Another
     // holder's failed attempt leaves the holder's hold LOST.)
     state_ = LockState::kIdle;

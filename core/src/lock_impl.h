@@ -37,6 +37,9 @@ struct HolderId {
   }
   // The holder of the call running on this thread.
   static HolderId Current();
+  // A lock object's own id as a holder (holder=lock): never an OS thread's
+  // or a binding's, never reused.
+  static uint64_t NewObjectId();
 };
 
 // Sets the explicit holder for the calls this thread makes while it lives;
@@ -54,10 +57,14 @@ class HolderScope {
 // One lock object's own part of a LockImpl, which several lock objects may
 // share: objects of one client for the same key and options with
 // holder=thread (the article's 6.4: a thread that holds a key enters again
-// through any object for it). The hold and its count are shared; calls,
-// cancellation and close are the object's own, and so are the holds it took
-// (the LockImpl keeps those, by object: Taken).
+// through any object for it), or with holder=lock (each object is a holder
+// of its own, and they wait for each other in this process: a release
+// hands the lease to the next object in line). The hold and its count are
+// shared; calls, cancellation and close are the object's own, and so are
+// the holds it took (the LockImpl keeps those, by object: Taken).
 struct LockCaller {
+  // The object as a holder (holder=lock).
+  const uint64_t object_id = HolderId::NewObjectId();
   std::atomic<uint64_t> cancel_seq{0};
   // Calls in progress and the close: atomics, so that a call costs no
   // mutex; a call counts itself, then looks at closing, and Close sets
@@ -66,6 +73,8 @@ struct LockCaller {
   // closing counts itself out under mu (CallScope).
   std::atomic<int> calls{0};
   std::atomic<bool> closing{false};
+  // The last busy attempt's word on the holder's lease (BusyRemainingUs).
+  std::atomic<int64_t> busy_us{-1};
   Mutex mu;
   std::condition_variable_any cv;  // calls reached 0 while closing; waits on mu
 };
@@ -115,10 +124,12 @@ class LockImpl final : private LockHost, public RenewedLease {
   const LockOptions& options() const { return opts_; }
   int64_t RemainingMs(const LockCaller& me) const;
   int HoldCount(const LockCaller& me) const;
-  int HoldCountOfCaller() const;  // 0 unless the calling holder holds it
-  // After a busy lease attempt: the holder's lease left by the server's
-  // clock, in microseconds; -1 when unknown (row locks, or not busy).
-  int64_t BusyRemainingUs() const { return scheme_->BusyRemainingUs(); }
+  int HoldCountOfCaller(const LockCaller& me) const;  // 0 unless the calling holder holds it
+  // After a busy attempt through me: the holder's lease left, in
+  // microseconds (by the server's clock when the database answered busy;
+  // by ours when a sibling object of this process held it); -1 when
+  // unknown (row locks, or not busy).
+  int64_t BusyRemainingUs(const LockCaller& me) const { return me.busy_us.load(); }
   bool forked() const { return getpid() != pid_; }
 
   // Watchdog hooks; called with the watchdog's mutex held, never with ours.
@@ -130,7 +141,10 @@ class LockImpl final : private LockHost, public RenewedLease {
  private:
   std::string Name() const { return name_; }
   Status CheckPid() const;
-  bool IsHolderLocked() const REQUIRES(st_mu_);
+  // Who the caller is as a holder: the object me (holder=lock), else the
+  // calling thread or the binding's id for the call.
+  HolderId WhoIs(const LockCaller& me) const;
+  bool IsHolderLocked(const LockCaller& me) const REQUIRES(st_mu_);
   LockState StateLocked() const REQUIRES(st_mu_);
   std::string LostWhyLocked() const REQUIRES(st_mu_);
   void SetLostLocked(std::string why) REQUIRES(st_mu_);
@@ -176,13 +190,14 @@ class LockImpl final : private LockHost, public RenewedLease {
   // Try's last step: the state after the scheme's acquisition.
   void Settle(LockCaller& me, const Status& s, const Grant& grant);
 
-  // Whose hold a caller sees through object me. With holder=lock always the
-  // lock's current (or last) hold. With holder=thread, in this order: the
-  // current hold if the calling holder holds it (through any object: shared
-  // holds); the calling holder's own hold if it was lost and another
-  // holder's followed (lost_); the last hold taken through me (a thread
-  // that holds nothing of its own there: a loss watcher, a binding whose
-  // holder is an id); else none.
+  // Whose hold a caller sees through object me, in this order: the
+  // current hold if the calling holder (WhoIs) holds it (with holder=thread
+  // through any object: shared holds); the calling holder's own hold if it
+  // was lost and another holder's followed (lost_); the last hold taken
+  // through me (a thread that holds nothing of its own there: a loss
+  // watcher, a binding whose holder is an id); else none. With holder=lock
+  // the holder is the object, so an object sees its own holds only, never
+  // a sibling object's.
   struct View {
     bool current = false;             // the lock's current hold: read the live fields
     LockState state = LockState::kIdle;  // when !current
@@ -268,6 +283,7 @@ class LockImpl final : private LockHost, public RenewedLease {
   // Mutable: the session watch turns HELD into LOST from an accessor.
   mutable LockState state_ GUARDED_BY(st_mu_) = LockState::kIdle;
   bool acquiring_ GUARDED_BY(st_mu_) = false;
+  const LockCaller* acquirer_ GUARDED_BY(st_mu_) = nullptr;  // whose object acquires (acquiring_)
   bool scheme_busy_ GUARDED_BY(st_mu_) = false;  // an op is using the hold's session
   mutable Conn* session_watch_ GUARDED_BY(st_mu_) = nullptr;  // the held, idle session
   HolderId holder_ GUARDED_BY(st_mu_);

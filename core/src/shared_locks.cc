@@ -3,25 +3,33 @@
 // enters again through any of them (article 6.4). They must agree on every
 // lock option (option_table.h, compared row by row), or one object's ttl,
 // renewal or transaction would silently be another's: a second object that
-// differs is refused, naming the option.
+// differs is refused, naming the option. Objects with holder=lock share one
+// too (each a holder of its own, waiting for the others in this process's
+// line) when their options agree; one that differs gets a LockImpl of its
+// own, as before.
 #include "shared_locks.h"
 
 namespace dlock {
 
 Status SharedLocks::Get(const std::string& identity, const std::string& key, const LockOptions& opts,
                         const std::function<std::shared_ptr<LockImpl>()>& make,
-                        std::shared_ptr<LockImpl>* out) {
+                        std::shared_ptr<LockImpl>* out, bool strict) {
   MutexLock g(mu_);
   auto it = locks_.find(identity);
   if (it != locks_.end()) {
     if (std::shared_ptr<LockImpl> l = it->second.lock.lock()) {
       std::string theirs, ours;
-      if (const OptionInfo* o = FirstDifference(it->second.opts, opts, &theirs, &ours))
+      if (const OptionInfo* o = FirstDifference(it->second.opts, opts, &theirs, &ours)) {
+        if (!strict) {
+          out->reset();
+          return Status::OK();
+        }
         return Status::Invalid(
             "lock '" + QuoteKey(key) + "' is already open on this client with " + o->name + "=" +
             QuoteKey(theirs) + ", and this object asks for " + o->name + "=" + QuoteKey(ours) +
             ": lock objects of one key share their hold (holder=thread), so they must agree on "
             "every lock option (or use holder=lock or reentrant=0 for a holder of its own)");
+      }
       *out = std::move(l);
       return Status::OK();
     }

@@ -1,6 +1,7 @@
-// The lock objects of one client that share a hold (holder=thread,
-// reentrant): one LockImpl per identity (mode and key) while any object
-// uses it. Owned by the client; what it keeps are weak references (and the
+// The lock objects of one client that share a lock: one LockImpl per
+// identity (holder kind, mode and key) while any object uses it. With
+// holder=thread (reentrant) they share the hold; with holder=lock each
+// object is a holder of its own, and they share the line and the hand-over. Owned by the client; what it keeps are weak references (and the
 // options the lock was made with), so a lock that every object closed is
 // gone, and the registry never needs the lock's header.
 #ifndef DLOCK_CORE_SHARED_LOCKS_H_
@@ -22,10 +23,11 @@ class LockImpl;
 class SharedLocks {
  public:
   // *out is the live LockImpl for identity (of key), or make() a new one.
-  // kInvalid, naming the option, when the live one has other lock options.
+  // When the live one has other lock options: kInvalid, naming the option
+  // (strict), or OK with *out null (the caller makes one of its own).
   Status Get(const std::string& identity, const std::string& key, const LockOptions& opts,
              const std::function<std::shared_ptr<LockImpl>()>& make,
-             std::shared_ptr<LockImpl>* out) EXCLUDES(mu_);
+             std::shared_ptr<LockImpl>* out, bool strict = true) EXCLUDES(mu_);
   // The last object of identity closed (unless a newer one took its place).
   void Forget(const std::string& identity) EXCLUDES(mu_);
 

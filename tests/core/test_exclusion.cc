@@ -157,16 +157,24 @@ struct Shared {
   }
 };
 
-// pool 0 = the default pool size (8).
-void RunThreads(const std::string& mode, int clients, int threads_per_client, int iterations, int pool) {
+// pool 0 = the default pool size (8). holder: the locks' holder option
+// ("lock": every object its own holder, sharing the lock with the others of
+// its client: a release hands the lease on to the next object in line).
+void RunThreads(const std::string& mode, int clients, int threads_per_client, int iterations, int pool,
+                const char* holder = nullptr) {
   std::vector<std::shared_ptr<dlock::Client>> cs;
   dlock::Config ccfg;
   if (pool > 0) REQUIRE(ccfg.Set("pool", std::to_string(pool)).ok());
   for (int i = 0; i < clients; ++i) cs.push_back(OpenClient(ccfg));
   const std::string key = kPrefix + "threads_" + mode;
   std::vector<std::unique_ptr<dlock::Lock>> locks;
-  for (int i = 0; i < clients * threads_per_client; ++i)
-    locks.push_back(OpenLock(cs[i % clients], key, mode));
+  dlock::Config lcfg = LockConfig(mode);
+  if (holder != nullptr) REQUIRE(lcfg.Set("holder", holder).ok());
+  for (int i = 0; i < clients * threads_per_client; ++i) {
+    std::unique_ptr<dlock::Lock> l;
+    REQUIRE(dlock::Lock::Open(cs[i % clients], key, lcfg, &l).ok());
+    locks.push_back(std::move(l));
+  }
 
   Shared sh;
   const bool tokens = mode == "lease";  // row locks have no token
@@ -214,6 +222,14 @@ TEST_CASE("exclusion: 8 threads on 2 shared clients, row") { RunThreads("row", 2
 // One client with the default pool of 8: every row-lock waiter holds one.
 TEST_CASE("exclusion: 8 threads on one shared client, lease") { RunThreads("lease", 1, 8, 30, 0); }
 TEST_CASE("exclusion: 8 threads on one shared client, row") { RunThreads("row", 1, 8, 30, 0); }
+// Each thread's object its own holder (as every Go lock is), sharing the
+// lock with the other objects of its client: the line and the hand-over.
+TEST_CASE("exclusion: 8 holder=lock objects on 2 shared clients, lease") {
+  RunThreads("lease", 2, 4, 40, 4, "lock");
+}
+TEST_CASE("exclusion: 8 holder=lock objects on one shared client, row") {
+  RunThreads("row", 1, 8, 30, 0, "lock");
+}
 
 namespace {
 
@@ -306,4 +322,105 @@ TEST_CASE("sharing: a second object for a key must agree on every lock option") 
     }
   }
   CHECK(covered >= 10);
+}
+
+// Objects with holder=lock share the lock when their options agree: each is
+// its own holder, and one waits for another in this process (a busy answer
+// says so, with the sibling's lease by our clock). One whose options differ
+// is not refused: it has a lock of its own, excluded through the server.
+TEST_CASE("sharing: holder=lock objects of one key share the lock when their options agree") {
+  auto c = OpenClient();
+  const std::string key = kPrefix + "objects";
+  dlock::Config cfg = LockConfig("lease");
+  REQUIRE(cfg.Set("holder", "lock").ok());
+  dlock::Config other = cfg;
+  REQUIRE(other.Set("ttl_ms", "20000").ok());
+  dlock::Status s;
+  auto a = OpenWith(c, key, cfg, &s);
+  REQUIRE(s.ok());
+  auto b = OpenWith(c, key, cfg, &s);
+  REQUIRE(s.ok());
+  auto d = OpenWith(c, key, other, &s);
+  REQUIRE(s.ok());
+  DT_REQUIRE_CODE(a->Try(0), Code::kOk);
+  CHECK(a->hold_count() == 1);
+  s = b->Try(0);
+  DT_CHECK_CODE(s, Code::kBusy);
+  CHECK_MESSAGE(s.message().find("another lock object of this client") != std::string::npos, s.message());
+  CHECK(b->busy_remaining_ms() > 25000);
+  CHECK(b->busy_remaining_ms() <= 30000);
+  CHECK(b->state() == dlock::LockState::kIdle);
+  CHECK(b->token() == 0);
+  DT_CHECK_CODE(b->Release(), Code::kState);
+  s = d->Try(0);  // asked the server: a's lease is someone else's there
+  DT_CHECK_CODE(s, Code::kBusy);
+  CHECK_MESSAGE(s.message().find("another lock object") == std::string::npos, s.message());
+  CHECK(d->busy_remaining_ms() > 25000);
+  // a is released from another thread: the object is the holder.
+  std::thread([&] { DT_CHECK_CODE(a->Release(), Code::kOk); }).join();
+  DT_REQUIRE_CODE(b->Try(0), Code::kOk);
+  CHECK(b->token() > a->token());
+  CHECK(a->state() == dlock::LockState::kIdle);
+  DT_CHECK_CODE(a->Release(), Code::kState);
+  // Closing b gives its hold back; a takes it.
+  b.reset();
+  DT_CHECK_CODE(a->Try(0), Code::kOk);
+  DT_CHECK_CODE(a->Release(), Code::kOk);
+}
+
+// A holder=lock object waiting for a sibling's hold is cancelled alone, and
+// closing the holder while another object waits hands the lock on.
+TEST_CASE("sharing: holder=lock objects: cancel and close while a sibling waits") {
+  auto c = OpenClient();
+  const std::string key = kPrefix + "objects-wait";
+  dlock::Config cfg = LockConfig("lease");
+  REQUIRE(cfg.Set("holder", "lock").ok());
+  dlock::Status s;
+  auto a = OpenWith(c, key, cfg, &s);
+  REQUIRE(s.ok());
+  auto b = OpenWith(c, key, cfg, &s);
+  REQUIRE(s.ok());
+  auto w = OpenWith(c, key, cfg, &s);
+  REQUIRE(s.ok());
+  DT_REQUIRE_CODE(a->Try(0), Code::kOk);
+
+  // b waits without limit; its cancel ends its wait only.
+  std::atomic<int> got_b{-1};
+  const uint64_t mark = b->cancel_mark();
+  std::thread tb([&] { got_b = static_cast<int>(b->TryFrom(0, mark, -1).code()); });
+  dlock::Lock* wp = w.get();
+  std::atomic<int> got_w{-1};
+  std::atomic<uint64_t> w_token{0};
+  std::thread tw([&] {
+    dlock::Status ws = wp->Try(30000);
+    if (ws.ok()) w_token = wp->token();
+    got_w = static_cast<int>(ws.code());
+    if (ws.ok()) DT_CHECK_CODE(wp->Release(), Code::kOk);
+  });
+  // Both wait (neither can have it while a holds); cancel b.
+  CHECK(!PollUntil(Clock::now() + std::chrono::milliseconds(200),
+                   [&] { return got_b.load() != -1 || got_w.load() != -1; }));
+  const auto t0 = Clock::now();
+  DT_CHECK_CODE(b->Cancel(), Code::kOk);
+  tb.join();
+  CHECK(got_b.load() == static_cast<int>(Code::kCancelled));
+  CHECK(MsSince(t0) < 5000);
+  CHECK(a->state() == dlock::LockState::kHeld);
+  CHECK(got_w.load() == -1);
+  // Closing the holder gives its hold back: w, still waiting, takes it.
+  const uint64_t a_token = a->token();
+  a.reset();
+  tw.join();
+  CHECK(got_w.load() == static_cast<int>(Code::kOk));
+  CHECK(w_token.load() > a_token);
+  // b, closed while waiting again, returns at once.
+  std::atomic<int> again{-1};
+  DT_REQUIRE_CODE(w->Try(0), Code::kOk);
+  dlock::Lock* bp = b.get();
+  std::thread tb2([&] { again = static_cast<int>(bp->Try(-1).code()); });
+  CHECK(!PollUntil(Clock::now() + std::chrono::milliseconds(100), [&] { return again.load() != -1; }));
+  b.reset();  // close: cancels the wait, waits for the call to return
+  tb2.join();
+  CHECK(again.load() == static_cast<int>(Code::kCancelled));
+  DT_CHECK_CODE(w->Release(), Code::kOk);
 }

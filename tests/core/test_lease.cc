@@ -1302,3 +1302,118 @@ TEST_CASE("lease: the hand-over statement: the next owner and token when live an
   CHECK(admin.Scalar(owner_sql).empty());
   CHECK(name_holder() == "none");
 }
+
+TEST_CASE("lease: holder=lock objects of one lock are each their own holder, and a release hands over") {
+  // The objects of one client for a key with holder=lock share one lock
+  // (facade.cc), each a holder of its own: one sees nothing of another's
+  // hold and cannot act on it, re-enters only its own, may be released
+  // from any thread; a waiting object is in the line, and a release that
+  // keeps the wake-up name passes the lease to it in its own statement.
+  Admin admin;
+  auto c = OpenClient();
+  dlock::LockOptions opts = c->impl()->lock_defaults();
+  opts.mode = dlock::LockMode::kLease;
+  opts.holder = dlock::Holder::kLock;
+  REQUIRE(opts.fair);
+  const std::string key = kPrefix + "objects";
+  auto l = std::make_shared<dlock::LockImpl>(c, key, opts, "");
+  dlock::LockCaller a, b;
+  HoldWithName(*l, a);
+  const uint64_t a_token = l->Token(a);
+  const std::string a_owner = l->Owner(a);
+  REQUIRE(a_token > 0);
+
+  // b: another holder, in this very thread.
+  CHECK(l->CurrentState(b) == LockState::kIdle);
+  CHECK(l->Token(b) == 0);
+  CHECK(l->Owner(b).empty());
+  CHECK(l->HoldCount(b) == 0);
+  CHECK(l->HoldCountOfCaller(b) == 0);
+  CHECK(l->HoldCountOfCaller(a) == 1);
+  CHECK(l->RemainingMs(b) == 0);
+  for (dlock::Status s : {l->Release(b), l->Renew(b), l->Begin(b), l->Abort(b)}) {
+    DT_CHECK_CODE(s, Code::kState);
+    CHECK_MESSAGE(s.message().find("another lock object") != std::string::npos, s.message());
+  }
+  dlock::Status busy = l->Try(b, 0);
+  DT_CHECK_CODE(busy, Code::kBusy);
+  CHECK_MESSAGE(busy.message().find("another lock object of this client") != std::string::npos,
+                busy.message());
+  // Known here without asking the server: the sibling's lease by our clock.
+  CHECK(l->BusyRemainingUs(b) > (opts.ttl_ms - 5000) * 1000);
+  CHECK(l->BusyRemainingUs(b) <= opts.ttl_ms * 1000);
+  CHECK(l->CurrentState(a) == LockState::kHeld);
+
+  // a re-enters its own hold; any thread may let go of it (the object holds).
+  DT_CHECK_CODE(l->Try(a, 0), Code::kOk);
+  CHECK(l->HoldCount(a) == 2);
+  std::thread([&] { DT_CHECK_CODE(l->Release(a), Code::kOk); }).join();
+  CHECK(l->HoldCount(a) == 1);
+
+  // b waits in line; a's release passes the lease to it.
+  std::atomic<int> got{-1};
+  std::thread tb([&] { got = static_cast<int>(l->Try(b, 10000).code()); });
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(10),
+                    [&] { return dlock::LockImplTestPeer::ClaimLine(*l) == 1; }));
+  const uint64_t handovers = CounterOf(c, "handovers");
+  std::thread([&] { DT_CHECK_CODE(l->Release(a), Code::kOk); }).join();
+  tb.join();
+  REQUIRE(got.load() == static_cast<int>(Code::kOk));
+  CHECK(CounterOf(c, "handovers") == handovers + 1);
+  CHECK(l->Token(b) == a_token + 1);
+  CHECK(l->CurrentState(b) == LockState::kHeld);
+  SqlRow row = LeaseRow(admin, key);
+  REQUIRE(row.size() == 3);
+  CHECK(*row[0] == l->Owner(b));
+  CHECK(std::stoull(*row[2]) == a_token + 1);
+  // a sees its own hold, released: never b's.
+  CHECK(l->CurrentState(a) == LockState::kIdle);
+  CHECK(l->Token(a) == a_token);
+  CHECK(l->Owner(a) == a_owner);
+  CHECK(l->HoldCount(a) == 0);
+  DT_CHECK_CODE(l->Release(a), Code::kState);
+  DT_CHECK_CODE(l->Renew(a), Code::kState);
+  DT_CHECK_CODE(l->WaitLost(a, 0), Code::kOk);  // nothing of a's is held
+  // b's hold ends with b's release; the row is free.
+  DT_CHECK_CODE(l->Release(b), Code::kOk);
+  row = LeaseRow(admin, key);
+  REQUIRE(row.size() == 3);
+  CHECK(row[0]->empty());
+  DT_CHECK_CODE(l->Release(b), Code::kState);
+  l->Close(a);
+  l->Close(b);
+}
+
+TEST_CASE("lease: a holder=lock object whose hold was lost sees it LOST, never the next object's hold") {
+  auto c = OpenClient();
+  dlock::LockOptions opts = c->impl()->lock_defaults();
+  opts.mode = dlock::LockMode::kLease;
+  opts.holder = dlock::Holder::kLock;
+  opts.ttl_ms = 800;  // not renewed: a's hold runs out
+  const std::string key = kPrefix + "objects-lost";
+  auto l = std::make_shared<dlock::LockImpl>(c, key, opts, "");
+  dlock::LockCaller a, b;
+  DT_REQUIRE_CODE(l->Try(a, 0), Code::kOk);
+  const uint64_t a_token = l->Token(a);
+  const std::string a_owner = l->Owner(a);
+  // b waits for it: its wait ends when a's lease runs out by our clock.
+  DT_REQUIRE_CODE(l->Try(b, 10000), Code::kOk);
+  CHECK(l->Token(b) > a_token);
+  CHECK(l->Owner(b) != a_owner);
+  CHECK(l->CurrentState(b) == LockState::kHeld);
+  CHECK(l->CurrentState(a) == LockState::kLost);
+  CHECK(l->Token(a) == a_token);
+  CHECK(l->Owner(a) == a_owner);
+  CHECK(l->HoldCount(a) == 0);
+  CHECK(l->RemainingMs(a) == 0);
+  DT_CHECK_CODE(l->Renew(a), Code::kLost);
+  DT_CHECK_CODE(l->WaitLost(a, 0), Code::kLost);
+  DT_CHECK_CODE(l->Release(a), Code::kLost);
+  CHECK(l->CurrentState(b) == LockState::kHeld);  // untouched by a's calls
+  // a asks again: its loss was reported; b holds it, so a waits (busy).
+  DT_CHECK_CODE(l->Try(a, 0), Code::kBusy);
+  CHECK(l->CurrentState(a) == LockState::kIdle);
+  DT_CHECK_CODE(l->Release(b), Code::kOk);
+  l->Close(a);
+  l->Close(b);
+}

@@ -166,7 +166,9 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *                     the thread that acquired, through any lock object of
  *                     the client for that key, see dlock_try;
  *                     lock: the lock object, for languages without stable
- *                     threads, e.g. Go)
+ *                     threads, e.g. Go; objects of one client for one key
+ *                     and mode with the same options then wait for each
+ *                     other in the client, see dlock_try)
  *     shards          row locks: map the key onto one of N rows (0 = off)
  *                     ("<shard_group>:1".."<shard_group>:N"); exclusion is
  *                     then per shard, not per key (0..65536, default 0)
@@ -183,7 +185,8 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *     fair            no barging within a client: 0|1 (default 1; since 1.4).
  *                     What fair=1 promises: among the threads that use one
  *                     hold (the lock objects of one client for one key and
- *                     mode, holder=thread and reentrant=1, see dlock_try), a
+ *                     mode: holder=thread and reentrant=1, or holder=lock
+ *                     with the same options, see dlock_try), a
  *                     thread that is waiting in dlock_try when the hold is
  *                     released is served (holds the lock, or is taking it)
  *                     before any thread that asks after the release, the
@@ -202,8 +205,9 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *                     replica would replay the statement with its own
  *                     GET_LOCK answers).
  *                     What it does not promise: any order across clients or
- *                     processes, or between objects that share no hold
- *                     (holder=lock, reentrant=0). There the waiters learn of
+ *                     processes, or between objects that share no lock
+ *                     (holder=thread with reentrant=0; objects whose options
+ *                     differ). There the waiters learn of
  *                     a release from the server (the wake-up name, a row
  *                     lock's wait) and a client that saw the key contended
  *                     queues behind them, so a releaser that asks again
@@ -407,10 +411,19 @@ DLOCK_EXPORT void dlock_close(dlock_lock *lock);
  * refuses (DLOCK_E_INVALID, naming the option and both values) such an
  * object when one with other lock options is open for the key and mode on
  * the client (else it would run on the first one's ttl, renewal or
- * transaction); before, they were separate holders. Objects with holder=lock or
- * reentrant=0 share nothing, so they are never refused: each is a holder of
- * its own, excluded like another process. Other threads and other clients
- * are other holders.
+ * transaction); before, they were separate holders. With holder=lock each
+ * object is a holder of its own: it sees, re-enters, renews and releases its
+ * own hold only (DLOCK_E_STATE, naming another lock object, for a sibling's;
+ * any thread may make the call), and the objects of one client for one key
+ * and mode with the same options share the lock's line in the client: one
+ * waits for a sibling's hold without asking the server (DLOCK_BUSY then
+ * says so, and dlock_busy_remaining_ms gives the sibling's lease by this
+ * client's clock), and a release can hand the lease straight to the next
+ * waiting object (fair=1, as between threads; in releases before this
+ * one, each object waited on the server like another process). An object with other
+ * options is not refused: it shares nothing, as do objects with
+ * holder=thread and reentrant=0; each is a holder of its own, excluded like
+ * another process. Other threads and other clients are other holders.
  * Re-entry stops at INT_MAX holds: one more dlock_try by that holder returns
  * DLOCK_E_STATE (the count never wraps). A dlock_try of the holder that runs
  * while a release of its hold is in flight (another thread's dlock_release,
@@ -654,9 +667,10 @@ DLOCK_EXPORT const char *dlock_key(const dlock_lock *lock, size_t *out_len);
 DLOCK_EXPORT int64_t dlock_remaining_ms(const dlock_lock *lock);
 /* After dlock_try returned DLOCK_BUSY on a lease lock: how many ms the
  * holder's lease still had, by the server's clock, at the last attempt (the
- * acquire statement reports it: no extra round trip); -1 when unknown (row
- * locks, or no busy attempt). For messages such as "held for another 12 s".
- * Since 1.1. */
+ * acquire statement reports it: no extra round trip), or by this client's
+ * clock when the holder was another object of the client sharing the lock
+ * (see dlock_try); -1 when unknown (row locks, or no busy attempt). For
+ * messages such as "held for another 12 s". Since 1.1. */
 DLOCK_EXPORT int64_t dlock_busy_remaining_ms(const dlock_lock *lock);
 /* Reentrant hold count: 0 when not held, 1 after the first dlock_try, +1
  * for each further dlock_try by the same holder (the hold described under

@@ -187,7 +187,9 @@ class Client {
 // them; the last release (through any of them) releases it; closing one
 // gives back the holds it took. They must agree on every lock option: Open
 // refuses (kInvalid, naming the option) one that differs from an object
-// still open. The accessors, WaitLost and the calls that act on a hold
+// still open. Objects with holder=lock and the same options share the lock
+// but not the hold: each is its own holder, and they wait for each other in
+// this client's line (a release hands the lease to the next one). The accessors, WaitLost and the calls that act on a hold
 // answer for the caller's own hold (dlock.h, "Whose hold").
 class Lock {
  public:
@@ -254,7 +256,7 @@ class Lock {
 
  private:
   explicit Lock(std::shared_ptr<LockImpl> impl);
-  std::shared_ptr<LockImpl> impl_;  // shared by the objects of one key (holder=thread)
+  std::shared_ptr<LockImpl> impl_;  // shared by the objects of one key (see above)
   std::unique_ptr<LockCaller> me_;  // this object's calls, cancel and holds
 };
 
