@@ -85,22 +85,23 @@ func (l *Lock) TryLock(ctx context.Context) error {
 	if l.closing.Load() { // Close's cancel may have come before the mark
 		return errorf(codeState, "lock %q is closed", l.key)
 	}
-	if done := ctx.Done(); done != nil {
-		stop, exited := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(exited)
-			select {
-			case <-done:
-				// A deadline is the library's own wait, which ends by
-				// itself and says why (ErrBusy, ErrPool): only a
-				// cancellation is sent.
-				if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-					dlockc.Dlock_cancel(l.h) // h stays valid: TryLock waits for exited
-				}
-			case <-stop:
+	if ctx.Done() != nil {
+		// A callback, not a goroutine per call: nothing runs (or is
+		// scheduled) unless the context ends while we wait.
+		fired := make(chan struct{})
+		unwatch := context.AfterFunc(ctx, func() {
+			defer close(fired)
+			// A deadline is the library's own wait, which ends by itself and
+			// says why (ErrBusy, ErrPool): only a cancellation is sent.
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				dlockc.Dlock_cancel(l.h) // h stays valid: TryLock waits for fired
+			}
+		})
+		defer func() {
+			if !unwatch() { // it started: wait until its cancel is done
+				<-fired
 			}
 		}()
-		defer func() { close(stop); <-exited }()
 	}
 	e := newCerr()
 	defer e.free()
