@@ -35,8 +35,9 @@
 // Environment, for a closer look: DLOCK_BENCH_ROWS (rows whose name holds
 // it), DLOCK_BENCH_SCENARIOS ("c1,dp": (c)/(d) in 1 process / P processes),
 // DLOCK_BENCH_HOLDER (the dlock rows' `holder`, e.g. "lock": every thread's
-// lock object its own holder, as the Go binding's are, so no hand-over
-// between them), DLOCK_BENCH_DUMP (a file: every acquisition appended).
+// lock object its own holder, as the Go binding's are; they share the lock,
+// and with it the line and the hand-over, as threads do), DLOCK_BENCH_DUMP
+// (a file: every acquisition appended).
 #include <dlock/dlock.h>
 #include <mysql.h>
 #include <mysqld_error.h>
