@@ -291,13 +291,20 @@ class LockImpl::CallScope {
 };
 
 
-Status LockImpl::RefuseWhileAcquiringLocked(const char* what) const {
+Status LockImpl::RefuseWhileAcquiringLocked(const LockCaller& me, const char* what) const {
   if (!acquiring_) return Status::OK();
-  if (state_ == LockState::kHeld || (state_ == LockState::kLost && !released_))
-    return Status::Lost("lock " + Name() + " was lost: " + LostWhyLocked() +
-                        "; another thread is acquiring it again, and frees what the lost hold "
-                        "left (no " + what + " needed)");
-  return Status::StateError("lock " + Name() + " is not held: another thread is acquiring it (" +
+  const bool by_object = opts_.holder == Holder::kLock;
+  const char* acquirer = !by_object           ? "another thread"
+                         : acquirer_ == &me   ? "this lock object, in another thread,"
+                                              : "another lock object of this client";
+  // With holder=lock the hold before this acquisition may be a sibling
+  // object's: its loss is that object's to report, never this one's.
+  const bool own_hold = !by_object || holder_ == WhoIs(me);
+  if (own_hold && (state_ == LockState::kHeld || (state_ == LockState::kLost && !released_)))
+    return Status::Lost("lock " + Name() + " was lost: " + LostWhyLocked() + "; " + acquirer +
+                        " is acquiring it again, and frees what the lost hold left (no " + what +
+                        " needed)");
+  return Status::StateError("lock " + Name() + " is not held: " + acquirer + " is acquiring it (" +
                             what + " refused)");
 }
 
@@ -572,6 +579,18 @@ void LockImpl::LeaveClaimLineLocked(ClaimWaiter* w) {
   if (was_first && !claim_line_.empty()) claim_line_.front()->cv.notify_one();
 }
 
+std::string LockImpl::BusyWhyLocked(const LockCaller& me) const {
+  const bool by_object = opts_.holder == Holder::kLock;
+  auto by = [&](bool own) -> std::string {
+    if (!by_object) return "another thread of this client";
+    return own ? "this lock object, in another thread" : "another lock object of this client";
+  };
+  if (releasing_) return " is being released by " + by(holder_ == WhoIs(me)) + ", still at the end of the wait";
+  if (acquiring_) return " is being acquired by " + by(acquirer_ == &me);
+  if (StateLocked() == LockState::kHeld) return " is held by " + by(false);
+  return " is promised to callers of this client that came first (fair=1)";
+}
+
 Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken cancel,
                        bool* reentered, bool* waited, std::optional<Grant>* handed) {
   Counters& k = c_->counters();
@@ -643,10 +662,7 @@ Status LockImpl::Claim(LockCaller& me, Clock::time_point deadline, CancelToken c
       me.busy_us.store(state_ == LockState::kHeld && scheme_->expires() && deadline_ > now
                            ? std::chrono::duration_cast<std::chrono::microseconds>(deadline_ - now).count()
                            : -1);
-      const char* other = opts_.holder == Holder::kLock ? "another lock object of this client"
-                                                        : "another thread through this lock object";
-      return Status::Busy("lock " + Name() + (releasing_ ? " is being released by " : " is held by ") +
-                          other + (releasing_ ? ", still at the end of the wait" : ""));
+      return Status::Busy("lock " + Name() + BusyWhyLocked(me));
     }
     if (opts_.fair && !place) {
       place.emplace();
@@ -718,8 +734,8 @@ void LockImpl::DropLostHold() {
 
 // ---- Renew / Release / transactions ------------------------------------------
 
-Status LockImpl::CheckHeldLocked(const char* what) const {
-  if (Status s = RefuseWhileAcquiringLocked(what); !s.ok()) return s;
+Status LockImpl::CheckHeldLocked(const LockCaller& me, const char* what) const {
+  if (Status s = RefuseWhileAcquiringLocked(me, what); !s.ok()) return s;
   LockState st = StateLocked();
   if (st == LockState::kIdle) return Status::StateError("lock " + Name() + " is not held");
   if (st == LockState::kLost) return Status::Lost("lock " + Name() + " was lost: " + LostWhyLocked());
@@ -737,7 +753,7 @@ Status LockImpl::Renew(LockCaller& me) {
   {
     MutexLock g(st_mu_);
     if (Status s = ActsOnCurrentLocked(me, "renew", /*strict=*/false); !s.ok()) return s;
-    if (Status s = CheckHeldLocked("renew"); !s.ok()) return s;
+    if (Status s = CheckHeldLocked(me, "renew"); !s.ok()) return s;
     owner = owner_;
     acquired_at = acquired_at_;
     token = fence_;
@@ -775,7 +791,7 @@ Status LockImpl::EndHold(LockCaller& me, bool commit) {
     MutexLock g(st_mu_);
     const char* what = commit ? "release" : "abort";
     if (Status s = ActsOnCurrentLocked(me, what, /*strict=*/true); !s.ok()) return s;
-    if (Status s = RefuseWhileAcquiringLocked(what); !s.ok()) return s;
+    if (Status s = RefuseWhileAcquiringLocked(me, what); !s.ok()) return s;
     st = StateLocked();
     if (state_ == LockState::kIdle) return Status::StateError("lock " + Name() + " is not held");
     if (state_ == LockState::kLost && released_)
@@ -865,9 +881,9 @@ Status LockImpl::Rollback(LockCaller& me) {
     MutexLock g(st_mu_);
     // A row lock's rollback ends the hold: only its holder, as release.
     if (Status s = ActsOnCurrentLocked(me, "rollback", /*strict=*/ends_hold); !s.ok()) return s;
-    if (Status s = RefuseWhileAcquiringLocked("rollback"); !s.ok()) return s;
+    if (Status s = RefuseWhileAcquiringLocked(me, "rollback"); !s.ok()) return s;
     if (ends_hold) {
-      if (Status s = CheckHeldLocked("rollback"); !s.ok()) return s;
+      if (Status s = CheckHeldLocked(me, "rollback"); !s.ok()) return s;
       releasing_ = true;
     }
   }
@@ -900,7 +916,7 @@ Status LockImpl::Begin(LockCaller& me) {
   {
     MutexLock g(st_mu_);
     if (Status s = ActsOnCurrentLocked(me, "begin", /*strict=*/false); !s.ok()) return s;
-    if (Status s = CheckHeldLocked("begin"); !s.ok()) return s;
+    if (Status s = CheckHeldLocked(me, "begin"); !s.ok()) return s;
   }
   SchemeUse use(this);
   return scheme_->Begin();
@@ -919,7 +935,7 @@ Status LockImpl::Exec(LockCaller& me, const std::string& sql, const std::vector<
   {
     MutexLock g(st_mu_);
     if (Status s = ActsOnCurrentLocked(me, "exec", /*strict=*/false); !s.ok()) return s;
-    if (Status s = CheckHeldLocked("exec"); !s.ok()) return s;
+    if (Status s = CheckHeldLocked(me, "exec"); !s.ok()) return s;
   }
   SchemeUse use(this);
   return scheme_->Exec(sql, params, affected);
@@ -943,7 +959,10 @@ Status LockImpl::WaitLost(LockCaller& me, int64_t timeout_ms, const uint64_t* ca
     }
     LockState st = StateLocked();
     if (st == LockState::kLost) return Status::Lost("lock " + Name() + " was lost: " + LostWhyLocked());
-    if (st == LockState::kIdle && !acquiring_) return Status::OK();
+    // An acquisition under way may end in this holder's hold again; a
+    // sibling object's (holder=lock) cannot.
+    if (st == LockState::kIdle && !(acquiring_ && (opts_.holder != Holder::kLock || acquirer_ == &me)))
+      return Status::OK();
     if (cancel.cancelled()) return Status(Code::kCancelled, "wait_lost on " + Name() + " was cancelled");
     auto now = Clock::now();
     if (now >= deadline)

@@ -169,9 +169,12 @@ class LockImpl final : private LockHost, public RenewedLease {
   class SchemeUse;
   // Refuses an operation on the lock's connections while another thread is
   // acquiring it (that thread alone uses them then). st_mu_ held.
-  Status RefuseWhileAcquiringLocked(const char* what) const REQUIRES(st_mu_);
+  Status RefuseWhileAcquiringLocked(const LockCaller& me, const char* what) const REQUIRES(st_mu_);
+  // Why a claim that ran out of time found the lock busy here (" is held
+  // by ..."), for its message.
+  std::string BusyWhyLocked(const LockCaller& me) const REQUIRES(st_mu_);
   // The state checks of renew/begin/exec: OK when held.
-  Status CheckHeldLocked(const char* what) const REQUIRES(st_mu_);
+  Status CheckHeldLocked(const LockCaller& me, const char* what) const REQUIRES(st_mu_);
   // Try's first step: re-enters a hold of the calling holder
   // (*reentered), or claims the acquisition (acquiring_) once no other
   // thread holds or acquires the lock through this object and no release

@@ -1384,6 +1384,51 @@ TEST_CASE("lease: holder=lock objects of one lock are each their own holder, and
   l->Close(b);
 }
 
+TEST_CASE("lease: a holder=lock object's ended hold is not kept alive by a sibling's acquisition") {
+  // a's hold ended (released); another client holds the key, and b waits
+  // for it at the server. a's wait_lost returns at once: b's acquisition
+  // can never become a's hold. b's own calls meanwhile say a lock object
+  // acquires it, never that a's hold was lost.
+  auto c = OpenClient();
+  auto other = OpenClient();
+  dlock::LockOptions opts = c->impl()->lock_defaults();
+  opts.mode = dlock::LockMode::kLease;
+  opts.holder = dlock::Holder::kLock;
+  const std::string key = kPrefix + "objects-ended";
+  auto l = std::make_shared<dlock::LockImpl>(c, key, opts, "");
+  auto o = std::make_shared<dlock::LockImpl>(other, key, other->impl()->lock_defaults(), "");
+  dlock::LockCaller a, b, oc;
+  DT_REQUIRE_CODE(l->Try(a, 0), Code::kOk);
+  DT_REQUIRE_CODE(l->Release(a), Code::kOk);
+  DT_REQUIRE_CODE(o->Try(oc, 0), Code::kOk);
+  std::atomic<int> got{-1};
+  std::thread tb([&] { got = static_cast<int>(l->Try(b, 20000).code()); });
+  // b is acquiring: a third object finds it so, and says who.
+  dlock::LockCaller d;
+  dlock::Status busy;
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(10), [&] {
+    busy = l->Try(d, 0);
+    return busy.message().find("being acquired") != std::string::npos;
+  }));
+  DT_CHECK_CODE(busy, Code::kBusy);
+  CHECK_MESSAGE(busy.message().find("another lock object of this client") != std::string::npos, busy.message());
+  DT_CHECK_CODE(l->WaitLost(a, 0), Code::kOk);
+  DT_CHECK_CODE(l->WaitLost(a, 1000), Code::kOk);
+  dlock::Status s = l->Release(a);
+  DT_CHECK_CODE(s, Code::kState);
+  CHECK(got.load() == -1);  // still waiting at the server
+  DT_REQUIRE_CODE(o->Release(oc), Code::kOk);
+  tb.join();
+  REQUIRE(got.load() == static_cast<int>(Code::kOk));
+  CHECK(l->CurrentState(b) == LockState::kHeld);
+  CHECK(l->CurrentState(a) == LockState::kIdle);
+  DT_CHECK_CODE(l->Release(b), Code::kOk);
+  l->Close(a);
+  l->Close(b);
+  l->Close(d);
+  o->Close(oc);
+}
+
 TEST_CASE("lease: a holder=lock object whose hold was lost sees it LOST, never the next object's hold") {
   auto c = OpenClient();
   dlock::LockOptions opts = c->impl()->lock_defaults();

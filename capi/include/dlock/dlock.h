@@ -415,7 +415,9 @@ DLOCK_EXPORT void dlock_close(dlock_lock *lock);
  * object is a holder of its own: it sees, re-enters, renews and releases its
  * own hold only (DLOCK_E_STATE, naming another lock object, for a sibling's;
  * any thread may make the call), and the objects of one client for one key
- * and mode with the same options share the lock's line in the client: one
+ * and mode share the lock's line in the client when their options agree
+ * with those of the lock the client keeps for the key (the first open
+ * object's, until every object sharing it is closed): one
  * waits for a sibling's hold without asking the server (DLOCK_BUSY then
  * says so, and dlock_busy_remaining_ms gives the sibling's lease by this
  * client's clock), and a release can hand the lease straight to the next
@@ -450,8 +452,9 @@ DLOCK_EXPORT void dlock_close(dlock_lock *lock);
  * dlock_try acquires as that statement's owner, so it takes such a lease at
  * once, as its own (since 1.3; a dlock_try of another thread of the object
  * included, e.g. one whose wait the same dlock_cancel ended, and of the
- * lock objects that share its hold, see dlock_open); for lock objects that
- * do not share it and for other processes such a lease runs out by its ttl. */
+ * lock objects that share its lock, see dlock_open: with holder=lock, a
+ * sibling object too); for lock objects that do not share it and for other
+ * processes such a lease runs out by its ttl. */
 DLOCK_EXPORT int dlock_try(dlock_lock *lock, int64_t wait_ms, dlock_error *err);
 
 /* dlock_try and dlock_release on behalf of a holder id chosen by the caller
