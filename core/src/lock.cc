@@ -299,11 +299,16 @@ Status LockImpl::RefuseWhileAcquiringLocked(const LockCaller& me, const char* wh
                                               : "another lock object of this client";
   // With holder=lock the hold before this acquisition may be a sibling
   // object's: its loss is that object's to report, never this one's.
+  // Its own lost hold is reported as lost also once the acquirer has freed
+  // what it left (released_), as it is with no acquisition under way.
   const bool own_hold = !by_object || holder_ == WhoIs(me);
-  if (own_hold && (state_ == LockState::kHeld || (state_ == LockState::kLost && !released_)))
-    return Status::Lost("lock " + Name() + " was lost: " + LostWhyLocked() + "; " + acquirer +
-                        " is acquiring it again, and frees what the lost hold left (no " + what +
-                        " needed)");
+  if (own_hold && (state_ == LockState::kHeld || state_ == LockState::kLost)) {
+    std::string why = "lock " + Name() + " was lost: " + LostWhyLocked() + "; " + acquirer +
+                      " is acquiring it again";
+    if (state_ == LockState::kHeld || !released_)
+      why += std::string(", and frees what the lost hold left (no ") + what + " needed)";
+    return Status::Lost(why);
+  }
   return Status::StateError("lock " + Name() + " is not held: " + acquirer + " is acquiring it (" +
                             what + " refused)");
 }
@@ -587,7 +592,9 @@ std::string LockImpl::BusyWhyLocked(const LockCaller& me) const {
   };
   if (releasing_) return " is being released by " + by(holder_ == WhoIs(me)) + ", still at the end of the wait";
   if (acquiring_) return " is being acquired by " + by(acquirer_ == &me);
-  if (StateLocked() == LockState::kHeld) return " is held by " + by(false);
+  // state_, not StateLocked(): a lease that runs out by our clock right now
+  // is still what the claim found.
+  if (state_ == LockState::kHeld) return " is held by " + by(false);
   return " is promised to callers of this client that came first (fair=1)";
 }
 

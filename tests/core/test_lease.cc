@@ -1387,8 +1387,8 @@ TEST_CASE("lease: holder=lock objects of one lock are each their own holder, and
 TEST_CASE("lease: a holder=lock object's ended hold is not kept alive by a sibling's acquisition") {
   // a's hold ended (released); another client holds the key, and b waits
   // for it at the server. a's wait_lost returns at once: b's acquisition
-  // can never become a's hold. b's own calls meanwhile say a lock object
-  // acquires it, never that a's hold was lost.
+  // can never become a's hold. A third object finds the lock busy "being
+  // acquired by another lock object".
   auto c = OpenClient();
   auto other = OpenClient();
   dlock::LockOptions opts = c->impl()->lock_defaults();
@@ -1426,6 +1426,57 @@ TEST_CASE("lease: a holder=lock object's ended hold is not kept alive by a sibli
   l->Close(a);
   l->Close(b);
   l->Close(d);
+  o->Close(oc);
+}
+
+TEST_CASE("lease: while a sibling acquires, a holder=lock object's lost hold is LOST, another's calls STATE") {
+  // a's lease runs out (not renewed); another client takes the key; b
+  // waits for it at the server, having freed what a's hold left. Meanwhile
+  // a is told its hold was lost (also after that clean-up), b (from another
+  // thread) and c (never held) that the lock is being acquired: none of
+  // them acts on the connections b uses.
+  auto c = OpenClient();
+  auto other = OpenClient();
+  dlock::LockOptions opts = c->impl()->lock_defaults();
+  opts.mode = dlock::LockMode::kLease;
+  opts.holder = dlock::Holder::kLock;
+  opts.ttl_ms = 800;
+  opts.auto_renew = false;
+  const std::string key = kPrefix + "objects-lost-acquiring";
+  auto l = std::make_shared<dlock::LockImpl>(c, key, opts, "");
+  auto o = std::make_shared<dlock::LockImpl>(other, key, other->impl()->lock_defaults(), "");
+  dlock::LockCaller a, b, cc, d, oc;
+  DT_REQUIRE_CODE(l->Try(a, 0), Code::kOk);
+  DT_REQUIRE_CODE(o->Try(oc, 10000), Code::kOk);  // once a's lease has run out
+  std::atomic<int> got{-1};
+  std::thread tb([&] { got = static_cast<int>(l->Try(b, 20000).code()); });
+  dlock::Status busy;
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(10), [&] {
+    busy = l->Try(d, 0);
+    return busy.message().find("being acquired") != std::string::npos;
+  }));
+  dlock::Status s = l->Release(a);
+  DT_CHECK_CODE(s, Code::kLost);
+  CHECK_MESSAGE(s.message().find("another lock object of this client is acquiring it again") != std::string::npos,
+                s.message());
+  DT_CHECK_CODE(l->Renew(a), Code::kLost);
+  DT_CHECK_CODE(l->WaitLost(a, 0), Code::kLost);
+  s = l->Release(b);
+  DT_CHECK_CODE(s, Code::kState);
+  CHECK_MESSAGE(s.message().find("this lock object, in another thread, is acquiring it") != std::string::npos,
+                s.message());
+  s = l->Release(cc);
+  DT_CHECK_CODE(s, Code::kState);
+  CHECK_MESSAGE(s.message().find("another lock object") != std::string::npos, s.message());
+  CHECK(got.load() == -1);  // still waiting at the server
+  DT_REQUIRE_CODE(o->Release(oc), Code::kOk);
+  tb.join();
+  REQUIRE(got.load() == static_cast<int>(Code::kOk));
+  CHECK(l->CurrentState(b) == LockState::kHeld);
+  CHECK(l->CurrentState(a) == LockState::kLost);
+  DT_CHECK_CODE(l->Release(a), Code::kLost);
+  DT_CHECK_CODE(l->Release(b), Code::kOk);
+  for (dlock::LockCaller* x : {&a, &b, &cc, &d}) l->Close(*x);
   o->Close(oc);
 }
 

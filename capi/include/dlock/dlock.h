@@ -369,10 +369,11 @@ typedef struct dlock_lock dlock_lock;
  * dlock_try acquiring it (the lock not being held), dlock_release,
  * dlock_renew, dlock_rollback, dlock_begin and dlock_exec from other threads
  * do not touch the connections that acquisition uses: they return
- * DLOCK_E_LOST when the previous hold had been lost (expired, taken) and
- * not released yet (the acquiring call frees what it left), DLOCK_E_STATE
- * otherwise. An operation already running when the dlock_try starts
- * finishes first.
+ * DLOCK_E_LOST when the previous hold was the caller's and had been lost
+ * (expired, taken), also once the acquiring call has freed what it left,
+ * DLOCK_E_STATE otherwise (with holder=lock also for a sibling object's
+ * lost hold: it is not the caller's). An operation already running when
+ * the dlock_try starts finishes first.
  * Ownership: the caller closes it with dlock_close; closing a held lock
  * releases it first (best effort; a row lock is rolled back). dlock_close
  * may be called while other threads are inside calls on the lock (a
