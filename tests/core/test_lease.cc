@@ -1384,100 +1384,104 @@ TEST_CASE("lease: holder=lock objects of one lock are each their own holder, and
   l->Close(b);
 }
 
+// holder=lock lease objects sharing one lock (l) on one client, and a lock
+// of another client on the same key (o, its caller oc): the rival whose
+// hold makes object b wait at the server. WaitAcquiring starts b's attempt
+// and returns once object d finds the lock being acquired (its BUSY).
+struct SiblingsAndRival {
+  std::shared_ptr<dlock::Client> c = OpenClient();
+  std::shared_ptr<dlock::Client> other = OpenClient();
+  std::shared_ptr<dlock::LockImpl> l, o;
+  dlock::LockCaller a, b, d, oc;
+  std::atomic<int> got{-1};  // b's result
+  std::thread tb;
+
+  SiblingsAndRival(const std::string& key, int64_t ttl_ms) {
+    dlock::LockOptions opts = c->impl()->lock_defaults();
+    opts.mode = dlock::LockMode::kLease;
+    opts.holder = dlock::Holder::kLock;
+    if (ttl_ms > 0) {
+      opts.ttl_ms = ttl_ms;
+      opts.auto_renew = false;
+    }
+    l = std::make_shared<dlock::LockImpl>(c, kPrefix + key, opts, "");
+    o = std::make_shared<dlock::LockImpl>(other, kPrefix + key, other->impl()->lock_defaults(), "");
+  }
+  dlock::Status WaitAcquiring() {
+    tb = std::thread([this] { got = static_cast<int>(l->Try(b, 20000).code()); });
+    dlock::Status busy;
+    REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(10), [&] {
+      busy = l->Try(d, 0);
+      return busy.message().find("being acquired") != std::string::npos;
+    }));
+    return busy;
+  }
+  // The rival lets go; b's attempt must end with the lock.
+  void RivalReleases() {
+    CHECK(got.load() == -1);  // still waiting at the server
+    DT_REQUIRE_CODE(o->Release(oc), Code::kOk);
+    tb.join();
+    REQUIRE(got.load() == static_cast<int>(Code::kOk));
+    CHECK(l->CurrentState(b) == LockState::kHeld);
+  }
+  ~SiblingsAndRival() {
+    if (tb.joinable()) tb.join();
+    for (dlock::LockCaller* x : {&a, &b, &d}) l->Close(*x);
+    o->Close(oc);
+  }
+};
+
 TEST_CASE("lease: a holder=lock object's ended hold is not kept alive by a sibling's acquisition") {
   // a's hold ended (released); another client holds the key, and b waits
   // for it at the server. a's wait_lost returns at once: b's acquisition
   // can never become a's hold. A third object finds the lock busy "being
   // acquired by another lock object".
-  auto c = OpenClient();
-  auto other = OpenClient();
-  dlock::LockOptions opts = c->impl()->lock_defaults();
-  opts.mode = dlock::LockMode::kLease;
-  opts.holder = dlock::Holder::kLock;
-  const std::string key = kPrefix + "objects-ended";
-  auto l = std::make_shared<dlock::LockImpl>(c, key, opts, "");
-  auto o = std::make_shared<dlock::LockImpl>(other, key, other->impl()->lock_defaults(), "");
-  dlock::LockCaller a, b, oc;
-  DT_REQUIRE_CODE(l->Try(a, 0), Code::kOk);
-  DT_REQUIRE_CODE(l->Release(a), Code::kOk);
-  DT_REQUIRE_CODE(o->Try(oc, 0), Code::kOk);
-  std::atomic<int> got{-1};
-  std::thread tb([&] { got = static_cast<int>(l->Try(b, 20000).code()); });
-  // b is acquiring: a third object finds it so, and says who.
-  dlock::LockCaller d;
-  dlock::Status busy;
-  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(10), [&] {
-    busy = l->Try(d, 0);
-    return busy.message().find("being acquired") != std::string::npos;
-  }));
+  SiblingsAndRival t("objects-ended", 0);
+  auto& l = t.l;
+  DT_REQUIRE_CODE(l->Try(t.a, 0), Code::kOk);
+  DT_REQUIRE_CODE(l->Release(t.a), Code::kOk);
+  DT_REQUIRE_CODE(t.o->Try(t.oc, 0), Code::kOk);
+  dlock::Status busy = t.WaitAcquiring();
   DT_CHECK_CODE(busy, Code::kBusy);
   CHECK_MESSAGE(busy.message().find("another lock object of this client") != std::string::npos, busy.message());
-  DT_CHECK_CODE(l->WaitLost(a, 0), Code::kOk);
-  DT_CHECK_CODE(l->WaitLost(a, 1000), Code::kOk);
-  dlock::Status s = l->Release(a);
-  DT_CHECK_CODE(s, Code::kState);
-  CHECK(got.load() == -1);  // still waiting at the server
-  DT_REQUIRE_CODE(o->Release(oc), Code::kOk);
-  tb.join();
-  REQUIRE(got.load() == static_cast<int>(Code::kOk));
-  CHECK(l->CurrentState(b) == LockState::kHeld);
-  CHECK(l->CurrentState(a) == LockState::kIdle);
-  DT_CHECK_CODE(l->Release(b), Code::kOk);
-  l->Close(a);
-  l->Close(b);
-  l->Close(d);
-  o->Close(oc);
+  DT_CHECK_CODE(l->WaitLost(t.a, 0), Code::kOk);
+  DT_CHECK_CODE(l->WaitLost(t.a, 1000), Code::kOk);
+  DT_CHECK_CODE(l->Release(t.a), Code::kState);
+  t.RivalReleases();
+  CHECK(l->CurrentState(t.a) == LockState::kIdle);
+  DT_CHECK_CODE(l->Release(t.b), Code::kOk);
 }
 
 TEST_CASE("lease: while a sibling acquires, a holder=lock object's lost hold is LOST, another's calls STATE") {
   // a's lease runs out (not renewed); another client takes the key; b
   // waits for it at the server, having freed what a's hold left. Meanwhile
   // a is told its hold was lost (also after that clean-up), b (from another
-  // thread) and c (never held) that the lock is being acquired: none of
+  // thread) and cc (never held) that the lock is being acquired: none of
   // them acts on the connections b uses.
-  auto c = OpenClient();
-  auto other = OpenClient();
-  dlock::LockOptions opts = c->impl()->lock_defaults();
-  opts.mode = dlock::LockMode::kLease;
-  opts.holder = dlock::Holder::kLock;
-  opts.ttl_ms = 800;
-  opts.auto_renew = false;
-  const std::string key = kPrefix + "objects-lost-acquiring";
-  auto l = std::make_shared<dlock::LockImpl>(c, key, opts, "");
-  auto o = std::make_shared<dlock::LockImpl>(other, key, other->impl()->lock_defaults(), "");
-  dlock::LockCaller a, b, cc, d, oc;
-  DT_REQUIRE_CODE(l->Try(a, 0), Code::kOk);
-  DT_REQUIRE_CODE(o->Try(oc, 10000), Code::kOk);  // once a's lease has run out
-  std::atomic<int> got{-1};
-  std::thread tb([&] { got = static_cast<int>(l->Try(b, 20000).code()); });
-  dlock::Status busy;
-  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(10), [&] {
-    busy = l->Try(d, 0);
-    return busy.message().find("being acquired") != std::string::npos;
-  }));
-  dlock::Status s = l->Release(a);
+  SiblingsAndRival t("objects-lost-acquiring", 800);
+  auto& l = t.l;
+  dlock::LockCaller cc;
+  DT_REQUIRE_CODE(l->Try(t.a, 0), Code::kOk);
+  DT_REQUIRE_CODE(t.o->Try(t.oc, 10000), Code::kOk);  // once a's lease has run out
+  (void)t.WaitAcquiring();
+  dlock::Status s = l->Release(t.a);
   DT_CHECK_CODE(s, Code::kLost);
   CHECK_MESSAGE(s.message().find("another lock object of this client is acquiring it again") != std::string::npos,
                 s.message());
-  DT_CHECK_CODE(l->Renew(a), Code::kLost);
-  DT_CHECK_CODE(l->WaitLost(a, 0), Code::kLost);
-  s = l->Release(b);
+  DT_CHECK_CODE(l->Renew(t.a), Code::kLost);
+  DT_CHECK_CODE(l->WaitLost(t.a, 0), Code::kLost);
+  s = l->Release(t.b);
   DT_CHECK_CODE(s, Code::kState);
   CHECK_MESSAGE(s.message().find("this lock object, in another thread, is acquiring it") != std::string::npos,
                 s.message());
   s = l->Release(cc);
   DT_CHECK_CODE(s, Code::kState);
   CHECK_MESSAGE(s.message().find("another lock object") != std::string::npos, s.message());
-  CHECK(got.load() == -1);  // still waiting at the server
-  DT_REQUIRE_CODE(o->Release(oc), Code::kOk);
-  tb.join();
-  REQUIRE(got.load() == static_cast<int>(Code::kOk));
-  CHECK(l->CurrentState(b) == LockState::kHeld);
-  CHECK(l->CurrentState(a) == LockState::kLost);
-  DT_CHECK_CODE(l->Release(a), Code::kLost);
-  DT_CHECK_CODE(l->Release(b), Code::kOk);
-  for (dlock::LockCaller* x : {&a, &b, &cc, &d}) l->Close(*x);
-  o->Close(oc);
+  t.RivalReleases();
+  CHECK(l->CurrentState(t.a) == LockState::kLost);
+  DT_CHECK_CODE(l->Release(t.a), Code::kLost);
+  DT_CHECK_CODE(l->Release(t.b), Code::kOk);
+  l->Close(cc);
 }
 
 TEST_CASE("lease: a holder=lock object whose hold was lost sees it LOST, never the next object's hold") {
