@@ -294,9 +294,7 @@ class LockImpl::CallScope {
 Status LockImpl::RefuseWhileAcquiringLocked(const LockCaller& me, const char* what) const {
   if (!acquiring_) return Status::OK();
   const bool by_object = opts_.holder == Holder::kLock;
-  const char* acquirer = !by_object           ? "another thread"
-                         : acquirer_ == &me   ? "this lock object, in another thread,"
-                                              : "another lock object of this client";
+  const char* acquirer = ByWhomLocked(acquirer_ == &me);
   // With holder=lock the hold before this acquisition may be a sibling
   // object's: its loss is that object's to report, never this one's.
   // Its own lost hold is reported as lost also once the acquirer has freed
@@ -584,17 +582,19 @@ void LockImpl::LeaveClaimLineLocked(ClaimWaiter* w) {
   if (was_first && !claim_line_.empty()) claim_line_.front()->cv.notify_one();
 }
 
+const char* LockImpl::ByWhomLocked(bool own) const {
+  if (opts_.holder != Holder::kLock) return "another thread of this client";
+  return own ? "this lock object (in another thread)" : "another lock object of this client";
+}
+
 std::string LockImpl::BusyWhyLocked(const LockCaller& me) const {
-  const bool by_object = opts_.holder == Holder::kLock;
-  auto by = [&](bool own) -> std::string {
-    if (!by_object) return "another thread of this client";
-    return own ? "this lock object, in another thread" : "another lock object of this client";
-  };
-  if (releasing_) return " is being released by " + by(holder_ == WhoIs(me)) + ", still at the end of the wait";
-  if (acquiring_) return " is being acquired by " + by(acquirer_ == &me);
+  if (releasing_)
+    return std::string(" is being released by ") + ByWhomLocked(holder_ == WhoIs(me)) +
+           ", still at the end of the wait";
+  if (acquiring_) return std::string(" is being acquired by ") + ByWhomLocked(acquirer_ == &me);
   // state_, not StateLocked(): a lease that runs out by our clock right now
   // is still what the claim found.
-  if (state_ == LockState::kHeld) return " is held by " + by(false);
+  if (state_ == LockState::kHeld) return std::string(" is held by ") + ByWhomLocked(false);
   return " is promised to callers of this client that came first (fair=1)";
 }
 

@@ -173,6 +173,10 @@ class LockImpl final : private LockHost, public RenewedLease {
   // Why a claim that ran out of time found the lock busy here (" is held
   // by ..."), for its message.
   std::string BusyWhyLocked(const LockCaller& me) const REQUIRES(st_mu_);
+  // Who acts on the lock, as the messages of the two above name it: another
+  // thread (holder=thread), or with holder=lock this very object in another
+  // thread (own) or a sibling object.
+  const char* ByWhomLocked(bool own) const REQUIRES(st_mu_);
   // The state checks of renew/begin/exec: OK when held.
   Status CheckHeldLocked(const LockCaller& me, const char* what) const REQUIRES(st_mu_);
   // Try's first step: re-enters a hold of the calling holder

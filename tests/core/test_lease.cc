@@ -1,6 +1,7 @@
 // core_lease: the lease lock (scheme 1) against the fixture server: acquire,
 // busy, release, owner safety, expiry by the database clock, fencing tokens.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <random>
@@ -27,6 +28,25 @@ class LockImplTestPeer {
     return l.claim_line_.size();
   }
   static constexpr int kMaxHandOverRun = LockImpl::kMaxHandOverRun;
+  // Stands first in the lock's claim line (fair=1) for its lifetime, as a
+  // thread that came first and has not yet taken its turn would.
+  class Claimant {
+   public:
+    explicit Claimant(LockImpl& l) : l_(l) {
+      MutexLock g(l_.st_mu_);
+      l_.claim_line_.push_front(&w_);
+    }
+    ~Claimant() {
+      MutexLock g(l_.st_mu_);
+      l_.claim_line_.erase(std::find(l_.claim_line_.begin(), l_.claim_line_.end(), &w_));
+    }
+    Claimant(const Claimant&) = delete;
+    Claimant& operator=(const Claimant&) = delete;
+
+   private:
+    LockImpl& l_;
+    LockImpl::ClaimWaiter w_;
+  };
 };
 }  // namespace dlock
 
@@ -1472,7 +1492,7 @@ TEST_CASE("lease: while a sibling acquires, a holder=lock object's lost hold is 
   DT_CHECK_CODE(l->WaitLost(t.a, 0), Code::kLost);
   s = l->Release(t.b);
   DT_CHECK_CODE(s, Code::kState);
-  CHECK_MESSAGE(s.message().find("this lock object, in another thread, is acquiring it") != std::string::npos,
+  CHECK_MESSAGE(s.message().find("this lock object (in another thread) is acquiring it") != std::string::npos,
                 s.message());
   s = l->Release(cc);
   DT_CHECK_CODE(s, Code::kState);
@@ -1516,4 +1536,89 @@ TEST_CASE("lease: a holder=lock object whose hold was lost sees it LOST, never t
   DT_CHECK_CODE(l->Release(b), Code::kOk);
   l->Close(a);
   l->Close(b);
+}
+
+TEST_CASE("lease: a busy answer says who is releasing the lock, or whom it is promised to") {
+  // A release is held up at the server: another session locks the lease's
+  // row, so the release's UPDATE waits. Meanwhile a one-shot attempt through
+  // the lock is busy "being released by" whoever releases. Then (fair=1)
+  // an idle lock with a caller first in its claim line is busy for anyone
+  // else: "promised to callers of this client that came first".
+  auto c = OpenClient();
+  Admin blocker;
+  const std::string key = kPrefix + "busy-why";
+  for (dlock::Holder holder : {dlock::Holder::kThread, dlock::Holder::kLock}) {
+    const bool by_object = holder == dlock::Holder::kLock;
+    const std::string name = by_object ? "lock" : "thread";
+    INFO("holder=" << name);
+    dlock::LockOptions opts = c->impl()->lock_defaults();
+    opts.mode = dlock::LockMode::kLease;
+    opts.holder = holder;
+    auto l = std::make_shared<dlock::LockImpl>(c, key, opts, "");
+    dlock::LockCaller a, b;
+    std::atomic<bool> held{false}, go{false};
+    std::atomic<int> released{-1};
+    // With holder=thread the thread that takes the lock releases it.
+    std::thread releaser([&] {
+      if (!by_object) {
+        DT_CHECK_CODE(l->Try(a, 0), Code::kOk);
+        held = true;
+      }
+      CHECK(PollUntil(Clock::now() + std::chrono::seconds(10), [&] { return go.load(); }));
+      released = static_cast<int>(l->Release(a).code());
+    });
+    if (by_object) {
+      DT_CHECK_CODE(l->Try(a, 0), Code::kOk);
+      held = true;
+    }
+    // CHECKs, not REQUIREs, until the releaser is joined.
+    CHECK(PollUntil(Clock::now() + std::chrono::seconds(10), [&] { return held.load(); }));
+    CHECK(blocker.TryExec("BEGIN") == "");
+    CHECK(blocker.TryExec("SELECT owner FROM distributed_lock WHERE lock_key = " + Lit(key) +
+                          " FOR UPDATE") == "");
+    if (!by_object) {
+      CHECK_MESSAGE(l->Try(b, 0).message().find(" is held by another thread of this client") !=
+                        std::string::npos,
+                    "before the release");
+    }
+    go = true;
+    dlock::Status busy;
+    CHECK(PollUntil(Clock::now() + std::chrono::seconds(10), [&] {
+      busy = l->Try(b, 0);
+      return busy.message().find("being released") != std::string::npos;
+    }));
+    DT_CHECK_CODE(busy, Code::kBusy);
+    CHECK(released.load() == -1);  // still held up at the server
+    if (by_object) {
+      CHECK_MESSAGE(busy.message().find(" is being released by another lock object of this client") !=
+                        std::string::npos,
+                    busy.message());
+      busy = l->Try(a, 0);
+      DT_CHECK_CODE(busy, Code::kBusy);
+      CHECK_MESSAGE(busy.message().find(" is being released by this lock object (in another thread)") !=
+                        std::string::npos,
+                    busy.message());
+    } else {
+      CHECK_MESSAGE(busy.message().find(" is being released by another thread of this client") !=
+                        std::string::npos,
+                    busy.message());
+    }
+    CHECK(blocker.TryExec("ROLLBACK") == "");
+    releaser.join();
+    CHECK(released.load() == static_cast<int>(Code::kOk));
+    CHECK(l->CurrentState(a) == LockState::kIdle);
+
+    {
+      dlock::LockImplTestPeer::Claimant first(*l);
+      busy = l->Try(b, 0);
+      DT_CHECK_CODE(busy, Code::kBusy);
+      CHECK_MESSAGE(busy.message().find(" is promised to callers of this client that came first (fair=1)") !=
+                        std::string::npos,
+                    busy.message());
+    }
+    DT_CHECK_CODE(l->Try(b, 0), Code::kOk);
+    DT_CHECK_CODE(l->Release(b), Code::kOk);
+    l->Close(a);
+    l->Close(b);
+  }
 }
