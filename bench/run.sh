@@ -50,6 +50,26 @@ echo "== dlock benchmark, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "== machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== server: $("$root/scripts/db.sh" sql "$dbdir" -N -e 'SELECT VERSION()' 2>/dev/null || echo "$url")"
 common=(--seconds "$seconds" --procs "$procs" --threads "$threads")
+# An uncontended cycle is one client thread and one server thread taking
+# turns. On a VM a turn between two cores costs tens of microseconds more
+# than one on the same core (an idle vCPU's wake-up), and the kernel places
+# each connection's pair of threads anew: in one run the floor's could share
+# a core while dlock's did not (a row cycle came out at 1.06-3.03x its floor
+# in eight unpinned runs, 1.07-1.08x in eight pinned ones, 2026-12-06). So on
+# a server of our own the uncontended sections (C's (a)/(b), Python's (p))
+# run with the server and this client on one core; the contended ones use
+# every core.
+pin=() spid=""
+pin_on() { :; }
+pin_off() { :; }
+if [ -n "$dbdir" ] && [ "$(nproc)" -gt 1 ] && command -v taskset >/dev/null 2>&1; then
+  pin=(taskset -c 0)
+  pin_on() { spid=$(cat "$dbdir/mariadbd.pid") && taskset -a -p -c 0 "$spid" >/dev/null; }
+  pin_off() { [ -z "$spid" ] || taskset -a -p -c "0-$(($(nproc) - 1))" "$spid" >/dev/null; }
+  echo "== uncontended rows: the server and the client pinned to core 0 (taskset)"
+else
+  echo "== uncontended rows: not pinned (not our own server, or one core): their ratios vary with where the kernel puts the threads"
+fi
 langs=",${DLOCK_BENCH_LANGS:-c,python,go,java,cli},"
 want() { [[ "$langs" == *",$1,"* ]]; }
 
@@ -57,7 +77,10 @@ if want c; then
   echo; echo "== C (the C API)"
   # On its own server it may also time (d) with commits not flushed (a global
   # setting, put back): DLOCK_BENCH_THROWAWAY says the server is ours.
-  env ${dbdir:+DLOCK_BENCH_THROWAWAY=1} "$build/bench/dlock_bench" "$url" "${common[@]}" --only ace
+  pin_on
+  "${pin[@]}" "$build/bench/dlock_bench" "$url" "${common[@]}" --only a
+  pin_off
+  env ${dbdir:+DLOCK_BENCH_THROWAWAY=1} "$build/bench/dlock_bench" "$url" "${common[@]}" --only ce
   # (f), the profile, reads performance_schema: a throwaway server runs without
   # it (scripts/db.sh), so it is restarted with it for this section alone.
   if [ -n "$dbdir" ]; then
@@ -79,7 +102,9 @@ py=${DLOCK_PYTHON:-}
 # A development build (-DDLOCK_BUILD_PYTHON=ON) assembles the package in <build>/python.
 [ -d "$build/python/dlock" ] && export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
 if "$py" -c 'import dlock' 2>/dev/null; then
-  "$py" "$root/bench/python_bench.py" "$url" --lib "$build/capi/libdlock.so.1"
+  pin_on
+  "${pin[@]}" "$py" "$root/bench/python_bench.py" "$url" --lib "$build/capi/libdlock.so.1"
+  pin_off
   "$py" "$root/bench/python_bench.py" "$url" --contend "${common[@]}"
 else
   echo "  skipped: $py has no dlock package (pip install . or DLOCK_PYTHON=...)"
