@@ -55,20 +55,28 @@ common=(--seconds "$seconds" --procs "$procs" --threads "$threads")
 # than one on the same core (an idle vCPU's wake-up), and the kernel places
 # each connection's pair of threads anew: in one run the floor's could share
 # a core while dlock's did not (a row cycle came out at 1.06-3.03x its floor
-# in eight unpinned runs, 1.07-1.08x in eight pinned ones, 2026-12-06). So on
-# a server of our own the uncontended sections (C's (a)/(b), Python's (p))
-# run with the server and this client on one core; the contended ones use
-# every core.
-pin=() spid=""
+# in eight unpinned runs, 1.06-1.08x in nine pinned ones, 2026-12-06). So on
+# a server of our own the uncontended sections of C ((a)/(b)) and Python
+# ((p)) run with the server and this client on one core; the contended ones
+# use every core. (Go's and Java's programs time their uncontended rows in
+# the same process as their contended ones: those stay unpinned.)
+pin=() spid="" smask=""
 pin_on() { :; }
 pin_off() { :; }
-if [ -n "$dbdir" ] && [ "$(nproc)" -gt 1 ] && command -v taskset >/dev/null 2>&1; then
-  pin=(taskset -c 0)
-  pin_on() { spid=$(cat "$dbdir/mariadbd.pid") && taskset -a -p -c 0 "$spid" >/dev/null; }
-  pin_off() { [ -z "$spid" ] || taskset -a -p -c "0-$(($(nproc) - 1))" "$spid" >/dev/null; }
-  echo "== uncontended rows: the server and the client pinned to core 0 (taskset)"
+# The first core this script may use (it may run in a cpuset without core 0).
+core=$(taskset -cp $$ 2>/dev/null | sed -n 's/.*: *\([0-9]*\).*/\1/p')
+if [ -n "$dbdir" ] && [ "$(nproc)" -gt 1 ] && [ -n "$core" ]; then
+  pin=(taskset -c "$core")
+  pin_on() {  # never fatal: unpinned figures are still figures
+    spid=$(cat "$dbdir/mariadbd.pid") &&
+      smask=$(taskset -p "$spid" | sed -n 's/.*: *//p') &&
+      taskset -a -p -c "$core" "$spid" >/dev/null ||
+      { echo "  (could not pin the server to core $core: these rows are unpinned)"; smask=""; }
+  }
+  pin_off() { [ -z "$smask" ] || taskset -a -p "$smask" "$spid" >/dev/null || true; }
+  echo "== uncontended rows of C and Python: the server and the client pinned to core $core (taskset)"
 else
-  echo "== uncontended rows: not pinned (not our own server, or one core): their ratios vary with where the kernel puts the threads"
+  echo "== uncontended rows: not pinned (not our own server, one core, or no taskset): their ratios vary with where the kernel puts the threads"
 fi
 langs=",${DLOCK_BENCH_LANGS:-c,python,go,java,cli},"
 want() { [[ "$langs" == *",$1,"* ]]; }

@@ -28,17 +28,22 @@ class LockImplTestPeer {
     return l.claim_line_.size();
   }
   static constexpr int kMaxHandOverRun = LockImpl::kMaxHandOverRun;
-  // Stands first in the lock's claim line (fair=1) for its lifetime, as a
-  // thread that came first and has not yet taken its turn would.
+  // Stands first in the claim line (fair=1) of an idle lock for its
+  // lifetime, as a thread that came first and has not yet taken its turn
+  // would. Only for an idle lock: a release meanwhile would hand the lease
+  // to it, and it never takes it.
   class Claimant {
    public:
     explicit Claimant(LockImpl& l) : l_(l) {
       MutexLock g(l_.st_mu_);
+      REQUIRE(l_.state_ != LockState::kHeld);
+      REQUIRE(!l_.acquiring_);
+      REQUIRE(!l_.handed_.has_value());
       l_.claim_line_.push_front(&w_);
     }
     ~Claimant() {
       MutexLock g(l_.st_mu_);
-      l_.claim_line_.erase(std::find(l_.claim_line_.begin(), l_.claim_line_.end(), &w_));
+      l_.LeaveClaimLineLocked(&w_);  // wakes the next of the line, as a real waiter does
     }
     Claimant(const Claimant&) = delete;
     Claimant& operator=(const Claimant&) = delete;
@@ -1554,6 +1559,7 @@ TEST_CASE("lease: a busy answer says who is releasing the lock, or whom it is pr
     dlock::LockOptions opts = c->impl()->lock_defaults();
     opts.mode = dlock::LockMode::kLease;
     opts.holder = holder;
+    opts.fair = true;
     auto l = std::make_shared<dlock::LockImpl>(c, key, opts, "");
     dlock::LockCaller a, b;
     std::atomic<bool> held{false}, go{false};
@@ -1567,22 +1573,31 @@ TEST_CASE("lease: a busy answer says who is releasing the lock, or whom it is pr
       CHECK(PollUntil(Clock::now() + std::chrono::seconds(10), [&] { return go.load(); }));
       released = static_cast<int>(l->Release(a).code());
     });
+    struct Finish {  // whatever fails below, the release gets through and is joined
+      Admin& blocker;
+      std::atomic<bool>& go;
+      std::thread& t;
+      ~Finish() {
+        go = true;
+        (void)blocker.TryExec("ROLLBACK");
+        if (t.joinable()) t.join();
+      }
+    } finish{blocker, go, releaser};
     if (by_object) {
       DT_CHECK_CODE(l->Try(a, 0), Code::kOk);
       held = true;
     }
-    // CHECKs, not REQUIREs, until the releaser is joined.
-    CHECK(PollUntil(Clock::now() + std::chrono::seconds(10), [&] { return held.load(); }));
-    CHECK(blocker.TryExec("BEGIN") == "");
-    CHECK(blocker.TryExec("SELECT owner FROM distributed_lock WHERE lock_key = " + Lit(key) +
-                          " FOR UPDATE") == "");
-    if (!by_object) {
-      CHECK_MESSAGE(l->Try(b, 0).message().find(" is held by another thread of this client") !=
-                        std::string::npos,
-                    "before the release");
-    }
+    REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(10), [&] { return held.load(); }));
+    REQUIRE(blocker.TryExec("BEGIN") == "");
+    REQUIRE(blocker.TryExec("SELECT owner FROM distributed_lock WHERE lock_key = " + Lit(key) +
+                            " FOR UPDATE") == "");
+    dlock::Status busy = l->Try(b, 0);  // before the release
+    DT_CHECK_CODE(busy, Code::kBusy);
+    CHECK_MESSAGE(busy.message().find(by_object ? " is held by another lock object of this client"
+                                                : " is held by another thread of this client") !=
+                      std::string::npos,
+                  busy.message());
     go = true;
-    dlock::Status busy;
     CHECK(PollUntil(Clock::now() + std::chrono::seconds(10), [&] {
       busy = l->Try(b, 0);
       return busy.message().find("being released") != std::string::npos;
