@@ -217,9 +217,9 @@ Status LockImpl::ActsOnCurrentLocked(const LockCaller& me, const char* what, boo
     // not given back yet) is not this one's; nor is one that has ended.
     if (acquiring_ && acquirer_ == &me) return Status::OK();
     if (acquiring_ || PinnedLocked())
-      return Status::StateError("lock " + Name() + (acquiring_ ? " is being acquired" : " is held") +
-                                " by another lock object of this client; with holder=lock only "
-                                "the object that acquired it may " + what + " it");
+      return Status::StateError("lock " + Name() + (acquiring_ ? " is being acquired by " : " is held by ") +
+                                ByWhomLocked(false) + "; with holder=lock only the object that acquired it may " +
+                                what + " it");
     return Status::StateError("lock " + Name() + " is not held");
   }
   if (!strict && !who.explicit_id) {
@@ -234,9 +234,9 @@ Status LockImpl::ActsOnCurrentLocked(const LockCaller& me, const char* what, boo
     }
   }
   if (state_ == LockState::kHeld || acquiring_)
-    return Status::StateError("lock " + Name() +
-                              " is held by another thread; with holder=thread only the thread "
-                              "that acquired it may " + what + " it");
+    return Status::StateError("lock " + Name() + (acquiring_ ? " is being acquired by " : " is held by ") +
+                              ByWhomLocked(false) + "; with holder=thread only the thread that acquired it may " +
+                              what + " it");
   return Status::StateError("lock " + Name() + " is not held by this thread (" + what +
                             " refused)");
 }

@@ -1637,3 +1637,63 @@ TEST_CASE("lease: a busy answer says who is releasing the lock, or whom it is pr
     l->Close(b);
   }
 }
+
+TEST_CASE("lease: holder=thread: a release while another thread acquires is refused, naming it") {
+  // Another client holds the key; a thread of ours waits for it at the
+  // server. Meanwhile a release through the lock is refused, whoever calls
+  // it: the acquiring thread alone uses the lock's connections until its
+  // attempt is over. This thread held the lock before (its hold ended);
+  // a third thread never did.
+  auto c = OpenClient();
+  auto other = OpenClient();
+  const std::string key = kPrefix + "thread-acquiring";
+  dlock::LockOptions opts = c->impl()->lock_defaults();
+  opts.mode = dlock::LockMode::kLease;
+  opts.holder = dlock::Holder::kThread;
+  auto l = std::make_shared<dlock::LockImpl>(c, key, opts, "");
+  auto o = std::make_shared<dlock::LockImpl>(other, key, other->impl()->lock_defaults(), "");
+  dlock::LockCaller b, d, e, oc;
+  DT_REQUIRE_CODE(l->Try(d, 0), Code::kOk);
+  DT_REQUIRE_CODE(l->Release(d), Code::kOk);
+  DT_REQUIRE_CODE(o->Try(oc, 0), Code::kOk);
+  std::atomic<int> got{-1}, released{-1};
+  std::thread tb([&] {
+    dlock::Status s = l->Try(b, 20000);
+    got = static_cast<int>(s.code());
+    if (s.ok()) released = static_cast<int>(l->Release(b).code());  // holder=thread: this thread's hold
+  });
+  struct Finish {  // whatever fails below, the rival lets go and the waiter is joined
+    dlock::LockImpl& o;
+    dlock::LockCaller& oc;
+    std::thread& t;
+    ~Finish() {
+      (void)o.Release(oc);
+      if (t.joinable()) t.join();
+    }
+  } finish{*o, oc, tb};
+  dlock::Status busy;
+  REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(10), [&] {
+    busy = l->Try(d, 0);
+    return busy.message().find("being acquired") != std::string::npos;
+  }));
+  DT_CHECK_CODE(busy, Code::kBusy);
+  CHECK_MESSAGE(busy.message().find(" is being acquired by another thread of this client") != std::string::npos,
+                busy.message());
+  dlock::Status s = l->Release(d);
+  DT_CHECK_CODE(s, Code::kState);
+  CHECK_MESSAGE(s.message().find(" is not held: another thread of this client is acquiring it (release refused)") !=
+                    std::string::npos,
+                s.message());
+  std::thread([&] { s = l->Release(e); }).join();
+  DT_CHECK_CODE(s, Code::kState);
+  CHECK_MESSAGE(s.message().find(" is being acquired by another thread of this client; with holder=thread only") !=
+                    std::string::npos,
+                s.message());
+  CHECK(got.load() == -1);  // still waiting at the server
+  DT_REQUIRE_CODE(o->Release(oc), Code::kOk);
+  tb.join();
+  CHECK(got.load() == static_cast<int>(Code::kOk));
+  CHECK(released.load() == static_cast<int>(Code::kOk));
+  for (dlock::LockCaller* x : {&b, &d, &e}) l->Close(*x);
+  o->Close(oc);
+}
