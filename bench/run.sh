@@ -56,10 +56,10 @@ common=(--seconds "$seconds" --procs "$procs" --threads "$threads")
 # each connection's pair of threads anew: in one run the floor's could share
 # a core while dlock's did not (a row cycle came out at 1.06-3.03x its floor
 # in eight unpinned runs, 1.06-1.08x in nine pinned ones, 2026-12-06). So on
-# a server of our own the uncontended sections of C ((a)/(b)) and Python
-# ((p)) run with the server and this client on one core; the contended ones
-# use every core. (Go's and Java's programs time their uncontended rows in
-# the same process as their contended ones: those stay unpinned.)
+# a server of our own the uncontended sections ((a)/(b) of C, Go and Java,
+# Python's (p)) run with the server and the client on one core, the
+# contended ones on every core (Go's and Java's programs run twice for it:
+# DLOCK_BENCH_PARTS=b pinned, then cd).
 pin=() spid="" smask=""
 pin_on() { :; }
 pin_off() { :; }
@@ -74,7 +74,7 @@ if [ -n "$dbdir" ] && [ "$(nproc)" -gt 1 ] && [ -n "$core" ]; then
       { echo "  (could not pin the server to core $core: these rows are unpinned)"; smask=""; }
   }
   pin_off() { [ -z "$smask" ] || taskset -a -p "$smask" "$spid" >/dev/null || true; }
-  echo "== uncontended rows of C and Python: the server and the client pinned to core $core (taskset)"
+  echo "== uncontended rows: the server and the client pinned to core $core (taskset)"
 else
   echo "== uncontended rows: not pinned (not our own server, one core, or no taskset): their ratios vary with where the kernel puts the threads"
 fi
@@ -129,8 +129,11 @@ if command -v go >/dev/null 2>&1; then
   (
     export PKG_CONFIG_PATH="$libdir/pkgconfig" LD_LIBRARY_PATH="$(cd "$libdir" && pwd)"
     export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=1 GOCACHE=$build/go-cache
-    cd "$root/bench/go" && go build -o "$tmp/gobench" . && "$tmp/gobench" -procs "$procs" \
-      -threads "$threads" -seconds "$seconds" "$url"
+    cd "$root/bench/go" && go build -o "$tmp/gobench" .
+    pin_on
+    DLOCK_BENCH_PARTS=b "${pin[@]}" "$tmp/gobench" "$url"
+    pin_off
+    DLOCK_BENCH_PARTS=cd "$tmp/gobench" -procs "$procs" -threads "$threads" -seconds "$seconds" "$url"
   )
 else
   echo "  skipped: no Go toolchain"
@@ -150,9 +153,15 @@ if command -v mvn >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; then
         mvn -B -q -ntp -Ddlock.build.dir="$tmp/jni" -DskipTests package >"$tmp/mvn.log" 2>&1); then
     jt=$tmp/src/bindings/java/target
     javac -d "$tmp/javabench" -cp "$jt/classes" "$root/bench/java/ContendBench.java"
-    LD_LIBRARY_PATH="$libdir" java -cp "$jt/classes:$tmp/javabench" \
-      -Ddlock.jni.path="$(find "$jt" "$tmp/jni" -name 'libdlock_jni*.so' | head -n1)" \
-      --enable-native-access=ALL-UNNAMED ContendBench "$url" "$procs" "$threads" "$seconds"
+    javabench() {
+      LD_LIBRARY_PATH="$libdir" "$@" java -cp "$jt/classes:$tmp/javabench" \
+        -Ddlock.jni.path="$(find "$jt" "$tmp/jni" -name 'libdlock_jni*.so' | head -n1)" \
+        --enable-native-access=ALL-UNNAMED ContendBench "$url" "$procs" "$threads" "$seconds"
+    }
+    pin_on
+    DLOCK_BENCH_PARTS=b javabench "${pin[@]}"
+    pin_off
+    DLOCK_BENCH_PARTS=cd javabench
   else
     echo "  skipped: the Java binding did not build (mvn package):"; tail -5 "$tmp/mvn.log" | sed 's/^/    /'
   fi

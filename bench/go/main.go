@@ -8,6 +8,8 @@
 // (release, then at once acquire again); (d) every handoff to a waiter
 // (20 ms outside). 20 ms inside, P*T contenders in one process and T in
 // each of P processes (this program started again with -child).
+// DLOCK_BENCH_PARTS (e.g. "b" or "cd"): only those sections; bench/run.sh
+// runs (b) with the server and this program pinned to one core.
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 	"os/exec"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -224,21 +227,28 @@ func main() {
 		die(fmt.Errorf("usage: go run . [flags] URL"))
 	}
 	url := flag.Arg(0)
-	c, err := dlock.Open(url)
-	if err != nil {
-		die(err)
+	parts := os.Getenv("DLOCK_BENCH_PARTS")
+	want := func(part string) bool { return parts == "" || strings.Contains(parts, part) }
+	if want("b") {
+		c, err := dlock.Open(url)
+		if err != nil {
+			die(err)
+		}
+		var ml, mr []float64
+		for r := 0; r < 5; r++ {
+			ml = append(ml, uncontended(c, "lease", *iters/5))
+			mr = append(mr, uncontended(c, "row", *iters))
+		}
+		c.Close()
+		sort.Float64s(ml)
+		sort.Float64s(mr)
+		fmt.Printf("(b) Go, uncontended acquire + release (median of 5 rounds): lease %.3f ms, row %.3f ms\n", ml[2], mr[2])
 	}
-	var ml, mr []float64
-	for r := 0; r < 5; r++ {
-		ml = append(ml, uncontended(c, "lease", *iters/5))
-		mr = append(mr, uncontended(c, "row", *iters))
-	}
-	c.Close()
-	sort.Float64s(ml)
-	sort.Float64s(mr)
-	fmt.Printf("(b) Go, uncontended acquire + release (median of 5 rounds): lease %.3f ms, row %.3f ms\n", ml[2], mr[2])
 	n := *procs * *threads
 	for _, loop := range []bool{true, false} {
+		if (loop && !want("c")) || (!loop && !want("d")) {
+			continue
+		}
 		for _, lay := range [][2]int{{1, n}, {*procs, *threads}} {
 			what := "(c) the article's loop"
 			outside := 0.0

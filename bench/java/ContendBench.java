@@ -8,6 +8,8 @@
 // (release, then at once acquire again); (d) every handoff to a waiter
 // (20 ms outside). 20 ms inside, PROCS*THREADS contenders in one JVM and
 // THREADS in each of PROCS JVMs (this class started again with -child).
+// DLOCK_BENCH_PARTS (e.g. "b" or "cd"): only those sections; bench/run.sh
+// runs (b) with the server and this JVM pinned to one core.
 import io.dlock.DLock;
 import io.dlock.DLockClient;
 import java.io.BufferedReader;
@@ -154,7 +156,8 @@ public final class ContendBench {
     int procs = args.length > 1 ? Integer.parseInt(args[1]) : 5;
     int threads = args.length > 2 ? Integer.parseInt(args[2]) : 10;
     double seconds = args.length > 3 ? Double.parseDouble(args[3]) : 10;
-    try (DLockClient c = DLockClient.open(url)) {
+    String parts = System.getenv("DLOCK_BENCH_PARTS");
+    if (parts == null || parts.contains("b")) try (DLockClient c = DLockClient.open(url)) {
       double[] l = new double[5], r = new double[5];
       for (int i = 0; i < 5; i++) {
         l[i] = uncontended(c, "lease", 60);
@@ -168,6 +171,7 @@ public final class ContendBench {
     int n = procs * threads;
     String only = System.getenv("DLOCK_BENCH_SCENARIOS");  // e.g. "d1,cp": only those
     for (boolean loop : new boolean[] {true, false}) {
+      if (parts != null && !parts.contains(loop ? "c" : "d")) continue;
       for (int[] lay : new int[][] {{1, n}, {procs, threads}}) {
         if (only != null && !only.contains((loop ? "c" : "d") + (lay[0] == 1 ? "1" : "p"))) continue;
         System.out.printf("%s, %d threads in %d JVM%s, 20 ms inside, %.0f s, Java%n",
