@@ -157,6 +157,7 @@ public final class ContendBench {
     int threads = args.length > 2 ? Integer.parseInt(args[2]) : 10;
     double seconds = args.length > 3 ? Double.parseDouble(args[3]) : 10;
     String parts = System.getenv("DLOCK_BENCH_PARTS");
+    if (parts != null && parts.isEmpty()) parts = null;  // as in Go: empty is every section
     if (parts == null || parts.contains("b")) try (DLockClient c = DLockClient.open(url)) {
       double[] l = new double[5], r = new double[5];
       for (int i = 0; i < 5; i++) {

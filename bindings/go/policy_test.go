@@ -169,18 +169,20 @@ func TestMode(t *testing.T) {
 	l.Unlock()
 }
 
-// NewLock + TryLock keeps the lock until Unlock: a 300 ms lease is renewed,
-// held for 5 ttl while another client is refused.
+// NewLock + TryLock keeps the lock until Unlock: a 1.2 s lease is renewed
+// (every 0.4 s), held for 2.5 ttl while another client is refused. (A
+// renewal must land within ttl of the last one's send: with 300 ms, a busy
+// CI machine's commit stall of over 200 ms once lost the Java twin of this.)
 func TestLockKeepsItself(t *testing.T) {
 	c := open(t)
 	other := open(t)
 	k := key(t)
-	l := newLock(t, c, k, dlock.WithTTL(300*time.Millisecond))
+	l := newLock(t, c, k, dlock.WithTTL(1200*time.Millisecond))
 	if err := l.TryLock(within(5 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	o := newLock(t, other, k, dlock.WithWait(0))
-	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+	for end := time.Now().Add(3000 * time.Millisecond); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		if !l.Held() {
 			t.Fatal("a renewed lease was not held")
 		}
@@ -189,7 +191,7 @@ func TestLockKeepsItself(t *testing.T) {
 		t.Fatalf("another client while held = %v, want ErrBusy", err)
 	}
 	if err := l.Unlock(); err != nil {
-		t.Fatalf("Unlock after 5 ttl: %v", err)
+		t.Fatalf("Unlock after 2.5 ttl: %v", err)
 	}
 }
 

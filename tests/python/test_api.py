@@ -15,7 +15,9 @@ Sql = Callable[[str], List[List[str]]]
 
 
 def test_with_lock_auto_renewing(client: dlock.Client, client2: dlock.Client, key: str) -> None:
-    with client.lock(key, ttl=0.6, wait=3) as held:
+    # ttl 1.2 s: renewed every 0.4 s, each with 0.8 s to land (a busy CI
+    # machine once stalled a renewal past the 0.2 s that a 300 ms lease left).
+    with client.lock(key, ttl=1.2, wait=3) as held:
         assert held.held and held.token > 0 and held.owner
         renewals = client.counters()["renewals"]
         wait_until(lambda: client.counters()["renewals"] >= renewals + 3, timeout=10,
@@ -75,7 +77,7 @@ def test_lost_lease_in_with_raises_lock_lost(client: dlock.Client, db_url: str, 
 
 def test_max_hold_stops_renewal_and_raises_event(client: dlock.Client, client2: dlock.Client, key: str) -> None:
     client.events()  # drain
-    lk = client.lock(key, ttl=0.5, max_hold=1.0)
+    lk = client.lock(key, ttl=1.2, max_hold=1.5)  # renewals with room to land: the loss is max_hold's
     lk.acquire()
     wait_until(lambda: lk.lost, timeout=10, what="max hold to stop renewals")
     with pytest.raises(dlock.LockLost):

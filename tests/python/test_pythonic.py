@@ -300,7 +300,7 @@ def test_renewal_retries_are_logged_at_warning(caplog: pytest.LogCaptureFixture)
 def test_events_go_to_the_dlock_logger(db_url: str, key: str, caplog: pytest.LogCaptureFixture) -> None:
     c = dlock.connect(db_url)  # the default
     caplog.set_level(logging.DEBUG, logger="dlock")
-    lk = c.lock(key, ttl=0.5, max_hold=1.0)
+    lk = c.lock(key, ttl=1.2, max_hold=1.5)  # renewals with room to land: the loss is max_hold's
     lk.acquire()
     wait_until(lambda: lk.lost, timeout=10, what="max hold to stop renewals")
     wait_until(lambda: any(r.name == "dlock" and getattr(r, "dlock_event", None) is not None

@@ -193,14 +193,18 @@ class PolicyTest {
     }
   }
 
-  /** newLock + lock() keeps the lock until unlock(): a 300 ms lease is renewed. */
+  /**
+   * newLock + lock() keeps the lock until unlock(): a 1.2 s lease is renewed (every 0.4 s) and held
+   * for 2.5 of its ttl. (A renewal must land within ttl of the last one's send: with 300 ms, a
+   * busy CI machine's commit stall of over 200 ms once lost it.)
+   */
   @Test
   void lockKeepsItselfUntilUnlocked() throws Exception {
     String key = TestDb.key("keeps");
-    try (DLock lock = client.newLock(key, Map.of("ttl_ms", "300"));
+    try (DLock lock = client.newLock(key, Map.of("ttl_ms", "1200"));
         DLock probe = other.newLock(key)) {
       lock.lock();
-      long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1500);
+      long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(3000);
       while (System.nanoTime() < end) {
         assertTrue(lock.isHeld(), "a renewed lease was not held");
         Thread.sleep(100);
