@@ -216,10 +216,7 @@ Status LockImpl::ActsOnCurrentLocked(const LockCaller& me, const char* what, boo
     // says so. A sibling object's hold (held, being acquired, or lost and
     // not given back yet) is not this one's; nor is one that has ended.
     if (acquiring_ && acquirer_ == &me) return Status::OK();
-    if (acquiring_ || PinnedLocked())
-      return Status::StateError("lock " + Name() + (acquiring_ ? " is being acquired by " : " is held by ") +
-                                ByWhomLocked(false) + "; with holder=lock only the object that acquired it may " +
-                                what + " it");
+    if (acquiring_ || PinnedLocked()) return OthersHoldLocked(what);
     return Status::StateError("lock " + Name() + " is not held");
   }
   if (!strict && !who.explicit_id) {
@@ -233,12 +230,17 @@ Status LockImpl::ActsOnCurrentLocked(const LockCaller& me, const char* what, boo
                             "; another holder has taken it since");
     }
   }
-  if (state_ == LockState::kHeld || acquiring_)
-    return Status::StateError("lock " + Name() + (acquiring_ ? " is being acquired by " : " is held by ") +
-                              ByWhomLocked(false) + "; with holder=thread only the thread that acquired it may " +
-                              what + " it");
+  if (state_ == LockState::kHeld || acquiring_) return OthersHoldLocked(what);
   return Status::StateError("lock " + Name() + " is not held by this thread (" + what +
                             " refused)");
+}
+
+Status LockImpl::OthersHoldLocked(const char* what) const {
+  const bool by_object = opts_.holder == Holder::kLock;
+  return Status::StateError("lock " + Name() + (acquiring_ ? " is being acquired by " : " is held by ") +
+                            ByWhomLocked(false) + "; with holder=" +
+                            (by_object ? "lock only the object" : "thread only the thread") +
+                            " that acquired it may " + what + " it");
 }
 
 void LockImpl::ReleaseShares(uint64_t gen, int n) {

@@ -173,7 +173,7 @@ class LockImpl final : private LockHost, public RenewedLease {
   // Why a claim that ran out of time found the lock busy here (" is held
   // by ..."), for its message.
   std::string BusyWhyLocked(const LockCaller& me) const REQUIRES(st_mu_);
-  // Who acts on the lock, as the messages of the two above name it: another
+  // Who acts on the lock, as every busy or refused message names it: another
   // thread (holder=thread), or with holder=lock this very object in another
   // thread (own) or a sibling object.
   const char* ByWhomLocked(bool own) const REQUIRES(st_mu_);
@@ -221,6 +221,9 @@ class LockImpl final : private LockHost, public RenewedLease {
   // that take no id from a binding whose holders are ids).
   Status ActsOnCurrentLocked(const LockCaller& me, const char* what, bool strict) const
       REQUIRES(st_mu_);
+  // ActsOnCurrentLocked's refusal when another holder holds the lock or is
+  // acquiring it: only that holder may act on it.
+  Status OthersHoldLocked(const char* what) const REQUIRES(st_mu_);
   // The hold ended by its release (or a row lock's rollback, or close): no
   // object keeps a share of it any more.
   void HoldEndedLocked() REQUIRES(st_mu_);
