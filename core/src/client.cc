@@ -11,6 +11,7 @@
 #include <random>
 
 #include "client_impl.h"
+#include "lease_ops.h"
 
 namespace dlock {
 
@@ -93,6 +94,43 @@ ClientImpl::~ClientImpl() {
     if (getpid() == pid_) janitor_.join();
     else janitor_.detach();  // forked child: the thread is not ours
   }
+  std::thread unclaimer;
+  {
+    MutexLock g(unclaim_mu_);
+    unclaim_stop_ = true;
+    unclaim_cv_.notify_all();
+    unclaimer = std::move(unclaimer_);
+  }
+  if (unclaimer.joinable()) {
+    if (getpid() == pid_) unclaimer.join();
+    else unclaimer.detach();  // forked child: the thread is not ours
+  }
+}
+
+void ClientImpl::UnclaimSoon(const std::string& key, const std::string& owner) {
+  MutexLock g(unclaim_mu_);
+  if (unclaim_stop_) return;  // not reached: a client closes after its locks
+  unclaims_.emplace_back(key, owner);
+  if (!unclaimer_.joinable()) unclaimer_ = std::thread([this] { UnclaimLoop(); });
+  unclaim_cv_.notify_all();
+}
+
+void ClientImpl::UnclaimLoop() {
+  mysql_thread_init();
+  RelockableMutexLock g(unclaim_mu_);
+  for (;;) {
+    while (!unclaim_stop_ && unclaims_.empty()) unclaim_cv_.wait(unclaim_mu_);
+    // A close waits for what is queued (a statement each, within the
+    // client's timeouts), so that a closed client leaves no claim behind.
+    if (unclaims_.empty()) break;
+    std::vector<std::pair<std::string, std::string>> batch;
+    batch.swap(unclaims_);
+    g.Unlock();
+    for (const auto& kv : batch) (void)LeaseUnclaim(*this, kv.first, kv.second, nullptr);
+    g.Lock();
+  }
+  g.Unlock();
+  mysql_thread_end();
 }
 
 std::string ClientImpl::NewOwner() {

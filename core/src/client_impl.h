@@ -15,6 +15,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "dlock/core.hpp"
@@ -159,11 +160,22 @@ class ClientImpl {
   bool janitor_stop_ GUARDED_BY(janitor_mu_) = false;
   std::thread janitor_;  // started by StartJanitor after Open, joined by the destructor
   void JanitorLoop() EXCLUDES(janitor_mu_);
+  // The claim order's unclaimer (Galera, fair=1): deletes won claims off
+  // the winners' path; started by the first UnclaimSoon, joined by the
+  // destructor once what is queued is done.
+  Mutex unclaim_mu_;
+  std::condition_variable_any unclaim_cv_;  // waits on unclaim_mu_
+  bool unclaim_stop_ GUARDED_BY(unclaim_mu_) = false;
+  std::vector<std::pair<std::string, std::string>> unclaims_ GUARDED_BY(unclaim_mu_);  // key, owner
+  std::thread unclaimer_ GUARDED_BY(unclaim_mu_);
+  void UnclaimLoop() EXCLUDES(unclaim_mu_);
   // Declared last: destroyed first, while everything it uses still exists.
   Renewer renewer_;
 
  public:
   void StartJanitor();
+  // Deletes owner's claim on key (LeaseUnclaim) soon, on another thread.
+  void UnclaimSoon(const std::string& key, const std::string& owner) EXCLUDES(unclaim_mu_);
 };
 
 // Fresh connections for RunIdempotent (retry.h) from a client's pool,

@@ -220,19 +220,21 @@ std::string OrderedAcquire(const ClientOptions& opts, std::string (*inserted)(co
       "NOT EXISTS (SELECT 1 FROM " + c + " w WHERE w.lock_key = ? AND w.claimant <> ? AND "
       "w.until_time >= " + kNow + " AND w.since_time < COALESCE((SELECT m.since_time FROM " + c +
       " m WHERE m.lock_key = ? AND m.claimant = ?), '9999-12-31'))";
-  // Unlike the plain acquire, the owner is decided first and only once (the
-  // claims are read once), and the rest follows from it: a new owner or our
-  // own expired lease gets the next token, our own live one keeps its token
-  // (a repeat), and a lease that stays another's reports its remaining
-  // microseconds (0 when it is free but kept for an older claim).
+  // Unlike the plain acquire, the owner is decided first and only once, and
+  // the rest follows from it: a new owner or our own expired lease gets the
+  // next token, our own live one keeps its token (a repeat), and a lease
+  // that stays another's reports 2 x its remaining microseconds (0 when it
+  // is free but kept for an older claim), + 1 unless the caller is first in
+  // the claim order (no older live claim of another owner: it polls fast).
   return "INSERT INTO " + t + " (lock_key, owner, expire_time, create_time, fence) VALUES (?, ?, " +
          kNow + " + INTERVAL ? MICROSECOND, " + kNow +
          ", LAST_INSERT_ID(COALESCE((SELECT fence_floor FROM " + f + " WHERE id = 1 " + share +
          "), 0) + 1))" + alias + " ON DUPLICATE KEY UPDATE "
          "owner = IF(owner = " + owner + " OR (expire_time < " + kNow + " AND " + first + "), " +
          owner + ", owner), "
-         "fence = IF(owner <> " + owner + ", fence + 0 * LAST_INSERT_ID(GREATEST(0, "
-         "TIMESTAMPDIFF(MICROSECOND, " + kNow + ", expire_time))), IF(expire_time < " + kNow +
+         "fence = IF(owner <> " + owner + ", fence + 0 * LAST_INSERT_ID(2 * GREATEST(0, "
+         "TIMESTAMPDIFF(MICROSECOND, " + kNow + ", expire_time)) + IF(" + first + ", 0, 1)), "
+         "IF(expire_time < " + kNow +
          ", LAST_INSERT_ID(fence + 1), LAST_INSERT_ID(fence))), "
          "create_time = IF(owner = " + owner + " AND expire_time < " + kNow + ", " + kNow +
          ", create_time), "

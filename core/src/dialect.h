@@ -50,8 +50,11 @@ struct LeaseSql {
   std::string hand_over;
   // The claim order (on Galera with fair=1, where wake-up names are
   // node-local): the acquire takes a free lease only if no live claim of
-  // another owner is older than the caller's own (none: than any);
-  // params: key, owner, ttl_us, key, owner, key, owner. A waiter that found
+  // another owner is older than the caller's own (none: than any); busy, it
+  // reports 2 x the holder's remaining microseconds, + 1 unless the caller
+  // is first in line (lease_ops.cc reads it); params: key, owner, ttl_us,
+  // then key, owner, key, owner twice (the claims, read by the owner's and
+  // by the reply's expression). A waiter that found
   // the lease busy claims (or keeps its claim alive): params key, owner,
   // window_us, window_us; the winner or a waiter that gives up drops it:
   // params key, owner.

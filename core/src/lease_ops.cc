@@ -24,7 +24,8 @@ Status LeaseAcquire(ClientImpl& client, const std::string& key, const std::strin
                    ? c.Exec(client.sql().lease.acquire_ordered,
                             {Param::Bytes(key), Param::Bytes(owner), Param::Int(ttl_ms * 1000),
                              Param::Bytes(key), Param::Bytes(owner), Param::Bytes(key),
-                             Param::Bytes(owner)},
+                             Param::Bytes(owner), Param::Bytes(key), Param::Bytes(owner),
+                             Param::Bytes(key), Param::Bytes(owner)},
                             &r)
                    : c.Exec(client.sql().lease.acquire,
                             {Param::Bytes(key), Param::Bytes(owner), Param::Int(ttl_ms * 1000)}, &r);
@@ -43,6 +44,11 @@ Status LeaseAcquire(ClientImpl& client, const std::string& key, const std::strin
     out->sent_at = sent;
     out->fence = out->won ? r.insert_id : 0;
     out->remaining_us = out->won ? ttl_ms * 1000 : static_cast<int64_t>(r.insert_id);
+    out->first_claim = false;
+    if (ordered && !out->won) {  // 2 x remaining, + 1 unless first in line
+      out->first_claim = r.insert_id % 2 == 0;
+      out->remaining_us = static_cast<int64_t>(r.insert_id / 2);
+    }
     return s;
   });
 }

@@ -43,6 +43,7 @@ struct LeaseAttempt {
   bool won = false;
   uint64_t fence = 0;           // when won
   int64_t remaining_us = 0;     // when busy: the holder's lease, by the DB clock
+  bool first_claim = false;     // when busy, ordered: no older live claim of another owner
   Clock::time_point sent_at{};  // when the winning statement was sent (+ LeaseSpan: our deadline)
 };
 

@@ -31,11 +31,16 @@ constexpr int64_t kPollMaxUs = 200000;
 // a release could wake only its own node's waiters, which would then take
 // every handoff (measured: 435 / 0 / 0 acquisitions per node). Instead the
 // head of each process's line claims a place (since when it waits) in the
-// claim table, and a free lease goes to the oldest live claim; every head
-// polls at most kClaimPollMaxUs apart, so a handoff costs about half that
-// plus one replicated statement. A claim is kept alive every kClaimKeep
-// and dies kClaimWindowUs after its last keep-alive: what a waiter that
-// died costs the others, never a ttl.
+// claim table, and a free lease goes to the oldest live claim. The acquire
+// statement tells a head whether it is first in line: the first polls
+// kClaimPollFirstUs apart, so a handoff costs about half that plus the
+// replicated statements; the others poll at most kClaimPollMaxUs apart
+// (one fast poller per key, however many wait). A claim is kept alive
+// every kClaimKeep and dies kClaimWindowUs after its last keep-alive: what
+// a waiter that died costs the others, never a ttl. The winner's claim is
+// deleted by the client's unclaimer thread, off the winner's path (a
+// replicated commit less between a handoff and the work).
+constexpr int64_t kClaimPollFirstUs = 1000;
 constexpr int64_t kClaimPollMaxUs = 5000;
 constexpr auto kClaimKeep = std::chrono::milliseconds(150);
 constexpr int64_t kClaimWindowUs = 500000;
@@ -149,6 +154,10 @@ class LeaseScheme final : public Scheme {
   // (a repeat of their own attempt) rather than nobody's until its ttl.
   // Touched by the acquiring thread only (one at a time per lock).
   std::string cut_owner_;
+  // The last busy reply of the claim order said this head is first in
+  // line (it polls kClaimPollFirstUs apart). Touched by the acquiring
+  // thread only.
+  bool first_claim_ = false;
 };
 
 Status LeaseScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Grant* out) {
@@ -181,8 +190,12 @@ Status LeaseScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Gran
     if (s.ok() && !won && ordered && Clock::now() < deadline)
       KeepClaim(out->owner, deadline, cancel, &claim);
     if (s.ok() && won) {
-      // Out of line: our claim would keep the lease for us after we release.
-      DropClaim(out->owner, cancel, &claim);
+      // Out of line: our claim would keep the lease for us after we
+      // release. The client's unclaimer deletes it, meanwhile we work.
+      if (claim.held) {
+        claim.held = false;
+        c_->UnclaimSoon(db_key_, out->owner);
+      }
       // Keep the name (if we have it) for the whole hold: our release will
       // wake the next waiter. Its connection leaves the pool's budget, so a
       // held lease costs the client no pool slot; when `pool` such
@@ -257,6 +270,7 @@ Status LeaseScheme::Attempt(Clock::time_point deadline, CancelToken cancel, Gran
     out->acquired_at = a.sent_at;
     out->deadline = a.sent_at + LeaseSpan(opts_.ttl_ms);
   } else {
+    first_claim_ = a.first_claim;
     c_->waiters().NoteBusy(db_key_, a.remaining_us);
     busy_remaining_us_.store(a.remaining_us);
   }
@@ -297,7 +311,8 @@ Status LeaseScheme::AwaitHolder(Clock::time_point deadline, CancelToken cancel, 
   } else if (!p->first) {
     // In the claim order a lease can be free and still not ours (kept for
     // an older claim, reported as 0 us left): the back-off alone decides.
-    auto until = std::min(now + std::chrono::microseconds(JitterUs(p->backoff_us)), deadline);
+    const int64_t us = p->ordered && first_claim_ ? kClaimPollFirstUs : p->backoff_us;
+    auto until = std::min(now + std::chrono::microseconds(JitterUs(us)), deadline);
     if (!p->ordered) until = std::min(until, std::max(expiry, now + std::chrono::microseconds(500)));
     wq.Sleep(db_key_, p->releases_seen, until, stop);
     p->backoff_us = std::min(p->backoff_us * 2, p->ordered ? kClaimPollMaxUs : kPollMaxUs);
