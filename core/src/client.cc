@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <system_error>
 
 #include "client_impl.h"
 #include "lease_ops.h"
@@ -108,11 +109,20 @@ ClientImpl::~ClientImpl() {
 }
 
 void ClientImpl::UnclaimSoon(const std::string& key, const std::string& owner) {
-  MutexLock g(unclaim_mu_);
-  if (unclaim_stop_) return;  // not reached: a client closes after its locks
-  unclaims_.emplace_back(key, owner);
-  if (!unclaimer_.joinable()) unclaimer_ = std::thread([this] { UnclaimLoop(); });
-  unclaim_cv_.notify_all();
+  {
+    MutexLock g(unclaim_mu_);
+    if (!unclaim_stop_) {  // always so: a client closes after its locks
+      try {
+        if (!unclaimer_.joinable()) unclaimer_ = std::thread([this] { UnclaimLoop(); });
+        unclaims_.push_back(Unclaim{key, owner, Clock::now()});
+        unclaim_cv_.notify_all();
+        return;
+      } catch (const std::system_error&) {
+        // No thread (EAGAIN): the winner deletes its claim itself, below.
+      }
+    }
+  }
+  (void)LeaseUnclaim(*this, key, owner, nullptr);
 }
 
 void ClientImpl::UnclaimLoop() {
@@ -120,13 +130,21 @@ void ClientImpl::UnclaimLoop() {
   RelockableMutexLock g(unclaim_mu_);
   for (;;) {
     while (!unclaim_stop_ && unclaims_.empty()) unclaim_cv_.wait(unclaim_mu_);
-    // A close waits for what is queued (a statement each, within the
-    // client's timeouts), so that a closed client leaves no claim behind.
+    // A close waits for what is queued, so that a closed client leaves no
+    // live claim behind.
     if (unclaims_.empty()) break;
-    std::vector<std::pair<std::string, std::string>> batch;
+    std::vector<Unclaim> batch;
     batch.swap(unclaims_);
+    const bool closing = unclaim_stop_;
     g.Unlock();
-    for (const auto& kv : batch) (void)LeaseUnclaim(*this, kv.first, kv.second, nullptr);
+    for (const Unclaim& u : batch) {
+      // Older than a claim's window: dead already, it keeps nothing.
+      if (Clock::now() - u.queued > std::chrono::microseconds(kClaimWindowUs)) continue;
+      Status s = LeaseUnclaim(*this, u.key, u.owner, nullptr);
+      // Closing, a server that does not answer holds the close up once at
+      // most: the rest die by their windows.
+      if (!s.ok() && closing) break;
+    }
     g.Lock();
   }
   g.Unlock();

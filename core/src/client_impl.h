@@ -162,11 +162,17 @@ class ClientImpl {
   void JanitorLoop() EXCLUDES(janitor_mu_);
   // The claim order's unclaimer (Galera, fair=1): deletes won claims off
   // the winners' path; started by the first UnclaimSoon, joined by the
-  // destructor once what is queued is done.
+  // destructor once what is queued is done (a claim queued longer ago than
+  // its window is dead already and skipped; the first failure at close
+  // leaves the rest to their windows).
   Mutex unclaim_mu_;
   std::condition_variable_any unclaim_cv_;  // waits on unclaim_mu_
   bool unclaim_stop_ GUARDED_BY(unclaim_mu_) = false;
-  std::vector<std::pair<std::string, std::string>> unclaims_ GUARDED_BY(unclaim_mu_);  // key, owner
+  struct Unclaim {
+    std::string key, owner;
+    Clock::time_point queued;
+  };
+  std::vector<Unclaim> unclaims_ GUARDED_BY(unclaim_mu_);
   std::thread unclaimer_ GUARDED_BY(unclaim_mu_);
   void UnclaimLoop() EXCLUDES(unclaim_mu_);
   // Declared last: destroyed first, while everything it uses still exists.

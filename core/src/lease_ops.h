@@ -63,6 +63,10 @@ Status LeaseAcquire(ClientImpl& client, const std::string& key, const std::strin
                     int64_t ttl_ms, Clock::time_point deadline, Conn* preferred, LeaseAttempt* out,
                     const std::function<bool()>& stop = nullptr, const ServerWait* wait = nullptr,
                     bool ordered = false);
+// How long a claim lives after its last keep-alive (the claim order): what
+// a waiter that died costs the others, never a ttl.
+constexpr int64_t kClaimWindowUs = 500000;
+
 // The claim order's place in line: claims it for owner (since now) or keeps
 // the claim alive for window_us more; drops it. Idempotent, retried like
 // the others.

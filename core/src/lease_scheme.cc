@@ -33,17 +33,19 @@ constexpr int64_t kPollMaxUs = 200000;
 // head of each process's line claims a place (since when it waits) in the
 // claim table, and a free lease goes to the oldest live claim. The acquire
 // statement tells a head whether it is first in line: the first polls
-// kClaimPollFirstUs apart, so a handoff costs about half that plus the
-// replicated statements; the others poll at most kClaimPollMaxUs apart
-// (one fast poller per key, however many wait). A claim is kept alive
+// kClaimPollFirstUs apart for kClaimFastFor after it became first, so the
+// handoff of a short hold costs about half that plus the replicated
+// statements; then, and the others always, at most kClaimPollMaxUs apart
+// (one fast poller per key however many wait, and for a long hold some 200
+// fast polls, not one every ms of it). A claim is kept alive
 // every kClaimKeep and dies kClaimWindowUs after its last keep-alive: what
 // a waiter that died costs the others, never a ttl. The winner's claim is
 // deleted by the client's unclaimer thread, off the winner's path (a
 // replicated commit less between a handoff and the work).
 constexpr int64_t kClaimPollFirstUs = 1000;
+constexpr auto kClaimFastFor = std::chrono::milliseconds(200);
 constexpr int64_t kClaimPollMaxUs = 5000;
 constexpr auto kClaimKeep = std::chrono::milliseconds(150);
-constexpr int64_t kClaimWindowUs = 500000;
 
 int64_t JitterUs(int64_t us) {
   thread_local std::minstd_rand rng(std::random_device{}());
@@ -108,6 +110,7 @@ class LeaseScheme final : public Scheme {
     bool ordered = false;  // the claim order: polls at most kClaimPollMaxUs apart
     int64_t backoff_us = kPollMinUs;
     uint64_t releases_seen = 0;
+    Clock::time_point first_since{};  // since when first in the claim order ({}: not first)
   };
   // This acquisition's claim (the claim order), kept alive while it waits.
   struct Claim {
@@ -161,6 +164,9 @@ class LeaseScheme final : public Scheme {
 };
 
 Status LeaseScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Grant* out) {
+  // An owner reused after a cut-off attempt may have left a claim behind
+  // (a cancel does not wait to drop it): a win deletes it too.
+  const bool reused_owner = !cut_owner_.empty();
   out->owner = cut_owner_.empty() ? c_->NewOwner() : cut_owner_;
   busy_remaining_us_.store(-1);
   WaitQueues& wq = c_->waiters();
@@ -170,6 +176,7 @@ Status LeaseScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Gran
   const bool ordered = opts_.fair && c_->server().galera;
   if (!wq.GetHint(db_key_).contended) {
     Status s = Attempt(deadline, cancel, out, &won, ordered);
+    if (s.ok() && won && ordered && reused_owner) c_->UnclaimSoon(db_key_, out->owner);
     if (!s.ok() || won) return s;
     if (Clock::now() >= deadline) return Busy();
   }
@@ -192,7 +199,7 @@ Status LeaseScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Gran
     if (s.ok() && won) {
       // Out of line: our claim would keep the lease for us after we
       // release. The client's unclaimer deletes it, meanwhile we work.
-      if (claim.held) {
+      if (claim.held || (ordered && reused_owner)) {
         claim.held = false;
         c_->UnclaimSoon(db_key_, out->owner);
       }
@@ -311,7 +318,10 @@ Status LeaseScheme::AwaitHolder(Clock::time_point deadline, CancelToken cancel, 
   } else if (!p->first) {
     // In the claim order a lease can be free and still not ours (kept for
     // an older claim, reported as 0 us left): the back-off alone decides.
-    const int64_t us = p->ordered && first_claim_ ? kClaimPollFirstUs : p->backoff_us;
+    if (!p->ordered || !first_claim_) p->first_since = {};
+    else if (p->first_since == Clock::time_point{}) p->first_since = now;
+    const bool fast = p->first_since != Clock::time_point{} && now - p->first_since < kClaimFastFor;
+    const int64_t us = fast ? kClaimPollFirstUs : p->backoff_us;
     auto until = std::min(now + std::chrono::microseconds(JitterUs(us)), deadline);
     if (!p->ordered) until = std::min(until, std::max(expiry, now + std::chrono::microseconds(500)));
     wq.Sleep(db_key_, p->releases_seen, until, stop);

@@ -1303,9 +1303,30 @@ TEST_CASE("lease: the claim order's unclaimer deletes won claims off the winner'
       });
     for (auto& th : threads) th.join();
     CHECK(PollUntil(Clock::now() + std::chrono::seconds(10), [&] { return admin.Int(count_sql) == 0; }));
-    // Queued right before the close: the close waits for them.
-    claim_all("b", 3);
-    for (int i = 0; i < 3; ++i) c->impl()->UnclaimSoon(key, "b" + std::to_string(i));
+    // A close waits for the unclaim in flight and for those queued behind
+    // it: b0's DELETE waits for another session's lock on its row while b1
+    // is queued and the close begins.
+    claim_all("b", 2);
+    Admin blocker;
+    blocker.Exec("START TRANSACTION");
+    REQUIRE(blocker.Scalar("SELECT claimant FROM `" + claims + "` WHERE lock_key = " + Lit(key) +
+                           " AND claimant = 'b0' FOR UPDATE") == "b0");
+    c->impl()->UnclaimSoon(key, "b0");
+    REQUIRE(PollUntil(Clock::now() + std::chrono::seconds(10), [&] {
+      return admin.Int("SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS w JOIN "
+                       "information_schema.INNODB_TRX r ON w.requesting_trx_id = r.trx_id WHERE "
+                       "r.trx_query LIKE 'DELETE FROM `" + claims + "`%'") == 1;
+    }));
+    c->impl()->UnclaimSoon(key, "b1");
+    std::atomic<bool> closed{false};
+    std::thread closer([&] {
+      c.reset();
+      closed = true;
+    });
+    // The close does not return while b0's DELETE waits.
+    CHECK_FALSE(PollUntil(Clock::now() + std::chrono::milliseconds(100), [&] { return closed.load(); }));
+    blocker.Exec("COMMIT");
+    closer.join();
   }
   CHECK(admin.Int(count_sql) == 0);
   // Another owner's claim, and another key's, are left alone.
