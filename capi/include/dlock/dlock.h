@@ -218,7 +218,8 @@ DLOCK_EXPORT void dlock_config_free(dlock_config *cfg);
  *                     <table>_claim): the first waiting thread of each
  *                     client claims a place once it finds the lease busy, a
  *                     free lease goes to the oldest live claim, and waiters
- *                     poll at most 5 ms apart; a waiter that died in line
+ *                     poll at most 5 ms apart (the oldest 1 ms apart, for
+ *                     0.2 s after it became first); a waiter that died in line
  *                     delays the others by at most 0.5 s. 0: whoever asks
  *                     first after a release may take it, also within a client
  *                     (a thread that releases and at once asks again usually
