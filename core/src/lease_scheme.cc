@@ -120,7 +120,7 @@ class LeaseScheme final : public Scheme {
   // Never fails the acquisition: a claim that could not be kept only costs
   // this waiter its place (it polls on and claims again).
   void KeepClaim(const std::string& owner, Clock::time_point deadline, CancelToken cancel, Claim* c);
-  void DropClaim(const std::string& owner, CancelToken cancel, Claim* c);
+  void DropClaim(const std::string& owner, Claim* c);
   // Waits until the holder is likely gone: its wake-up name, a local
   // release, or the back-off.
   Status AwaitHolder(Clock::time_point deadline, CancelToken cancel, Pause* p);
@@ -164,9 +164,6 @@ class LeaseScheme final : public Scheme {
 };
 
 Status LeaseScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Grant* out) {
-  // An owner reused after a cut-off attempt may have left a claim behind
-  // (a cancel does not wait to drop it): a win deletes it too.
-  const bool reused_owner = !cut_owner_.empty();
   out->owner = cut_owner_.empty() ? c_->NewOwner() : cut_owner_;
   busy_remaining_us_.store(-1);
   WaitQueues& wq = c_->waiters();
@@ -176,7 +173,6 @@ Status LeaseScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Gran
   const bool ordered = opts_.fair && c_->server().galera;
   if (!wq.GetHint(db_key_).contended) {
     Status s = Attempt(deadline, cancel, out, &won, ordered);
-    if (s.ok() && won && ordered && reused_owner) c_->UnclaimSoon(db_key_, out->owner);
     if (!s.ok() || won) return s;
     if (Clock::now() >= deadline) return Busy();
   }
@@ -189,7 +185,7 @@ Status LeaseScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Gran
   Claim claim;
   for (;;) {
     if (!place.WaitHead(deadline, [&] { return cancel.cancelled(); })) {
-      DropClaim(out->owner, cancel, &claim);
+      DropClaim(out->owner, &claim);
       return cancel.cancelled() ? Cancelled() : Busy();
     }
     Status s = AwaitHolder(deadline, cancel, &pause);
@@ -199,10 +195,7 @@ Status LeaseScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Gran
     if (s.ok() && won) {
       // Out of line: our claim would keep the lease for us after we
       // release. The client's unclaimer deletes it, meanwhile we work.
-      if (claim.held || (ordered && reused_owner)) {
-        claim.held = false;
-        c_->UnclaimSoon(db_key_, out->owner);
-      }
+      DropClaim(out->owner, &claim);
       // Keep the name (if we have it) for the whole hold: our release will
       // wake the next waiter. Its connection leaves the pool's budget, so a
       // held lease costs the client no pool slot; when `pool` such
@@ -215,7 +208,7 @@ Status LeaseScheme::Acquire(Clock::time_point deadline, CancelToken cancel, Gran
     }
     if (s.ok() && Clock::now() >= deadline) s = Busy();
     if (!s.ok()) {
-      DropClaim(out->owner, cancel, &claim);
+      DropClaim(out->owner, &claim);
       DropWakeName();
       return s;
     }
@@ -232,13 +225,15 @@ void LeaseScheme::KeepClaim(const std::string& owner, Clock::time_point deadline
   if (s.ok()) c->kept = now;
 }
 
-void LeaseScheme::DropClaim(const std::string& owner, CancelToken cancel, Claim* c) {
+void LeaseScheme::DropClaim(const std::string& owner, Claim* c) {
   if (!c->held) return;
   c->held = false;
-  // Best effort, and not after a cancel (which must not wait on a server
-  // that may not answer): a claim left behind dies by its window.
-  if (cancel.cancelled()) return;
-  (void)LeaseUnclaim(*c_, db_key_, owner, own_conn_ && !own_conn_->broken() ? &*own_conn_ : nullptr);
+  // On the client's unclaimer thread: neither a winner's work nor a cancel
+  // (which must not wait on a server that may not answer) waits for it. A
+  // claim it could not delete dies by its window. (An owner reused after a
+  // cut-off attempt may claim again before that delete lands; it then only
+  // loses its place in line until its next keep-alive.)
+  c_->UnclaimSoon(db_key_, owner);
 }
 
 Status LeaseScheme::Attempt(Clock::time_point deadline, CancelToken cancel, Grant* out, bool* won,

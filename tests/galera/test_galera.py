@@ -251,6 +251,55 @@ def test_dead_claimant_costs_at_most_its_claim_window(cluster: Cluster, key: str
         waiter.close()
 
 
+def test_a_waiter_that_gives_up_or_is_cancelled_leaves_no_claim(cluster: Cluster, key: str) -> None:
+    """A waiter in line that times out or is cancelled hands its claim to
+    its client's unclaimer, which deletes it soon (the cancel does not wait
+    for the server), while the client stays open."""
+    def claims() -> int:
+        c = cluster.connect(1)
+        try:
+            with c.cursor() as cur:
+                cur.execute("SELECT COUNT(*) FROM distributed_lock_claim WHERE lock_key = %s", (key.encode(),))
+                return int(cur.fetchone()[0])
+        finally:
+            c.close()
+
+    holder = dlock.connect(cluster.url(1))
+    waiter = dlock.connect(cluster.url(2))
+    try:
+        h = holder.lock(key, ttl=15)
+        assert h.acquire(timeout=5)
+        w = waiter.lock(key, ttl=15)
+        outcome: Dict[str, str] = {}
+
+        def wait(seconds: float) -> None:
+            try:
+                outcome["got"] = str(w.acquire(timeout=seconds))
+            except dlock.Cancelled:
+                outcome["got"] = "cancelled"
+
+        # Times out: its claim was there while it waited, and goes after.
+        t = threading.Thread(target=wait, args=(4.0,))
+        t.start()
+        wait_for(lambda: claims() == 1, 20, "the first wait's claim")
+        t.join(20)
+        assert outcome.get("got") == "False"
+        wait_for(lambda: claims() == 0, 10, "the timed-out waiter's claim to go")
+        # Cancelled: the same.
+        t = threading.Thread(target=wait, args=(30.0,))
+        t.start()
+        wait_for(lambda: claims() == 1, 20, "the second wait's claim")
+        w.cancel()
+        t.join(10)
+        assert not t.is_alive(), "cancel did not end the wait"
+        assert outcome.get("got") == "cancelled"
+        wait_for(lambda: claims() == 0, 10, "the cancelled waiter's claim to go")
+        h.release()
+    finally:
+        holder.close()
+        waiter.close()
+
+
 def test_cleanup_removes_dead_claims_only(cluster: Cluster, key: str) -> None:
     """A claim left by a waiter that died stays (it is dead already: it
     keeps nothing) until `dlock cleanup` removes it after the grace; a claim
