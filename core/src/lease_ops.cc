@@ -14,6 +14,7 @@ Status LeaseAcquire(ClientImpl& client, const std::string& key, const std::strin
   PoolConns fresh(&client, deadline, stop);
   RetryPolicy p("acquire", client.RetryUntil(deadline), stop);
   p.deadline = deadline;  // 1213 re-runs end with the wait (kBusy)
+  p.sleep = AcquireRerunSleep;  // the first at once (retry.h)
   return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool) {
     ExecResult r;
     Conn* conn = &c == static_cast<SqlConn*>(preferred) ? preferred : fresh.current();

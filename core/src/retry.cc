@@ -9,11 +9,24 @@
 
 namespace dlock {
 
+std::pair<int, int> JitterRangeMs(int attempt) {
+  const int base = 2 << std::min(std::max(attempt, 0), 5);  // 2, 4, 8, ... 64 ms
+  return {base / 2, base};
+}
+
 void JitterSleep(int attempt) {
   thread_local std::minstd_rand rng(std::random_device{}());
-  int base = 2 << std::min(attempt, 5);  // 2, 4, 8, ... 64 ms
-  std::uniform_int_distribution<int> d(base / 2, base);
+  const auto [lo, hi] = JitterRangeMs(attempt);
+  std::uniform_int_distribution<int> d(lo, hi);
   std::this_thread::sleep_for(std::chrono::milliseconds(d(rng)));
+}
+
+std::pair<int, int> AcquireRerunRangeMs(int attempt) {
+  return attempt <= 0 ? std::pair<int, int>{0, 0} : JitterRangeMs(attempt - 1);
+}
+
+void AcquireRerunSleep(int attempt) {
+  if (attempt > 0) JitterSleep(attempt - 1);
 }
 
 namespace {

@@ -9,6 +9,7 @@
 
 #include <deque>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "retry.h"
@@ -621,4 +622,18 @@ TEST_CASE("no connection to be had, its connect lost in the handshake (2013): th
   s = run2.Go(&own, &src2);
   CHECK(s.code() == Code::kUnknown);
   CHECK(run2.used == Names{"own"});
+}
+
+TEST_CASE("the sleeps between re-runs after 1213: the plain schedule, and an acquire's, whose first re-run is at once") {
+  // The plain schedule doubles from 1-2 ms up to 32-64 ms.
+  CHECK(dlock::JitterRangeMs(0) == std::pair<int, int>{1, 2});
+  CHECK(dlock::JitterRangeMs(1) == std::pair<int, int>{2, 4});
+  CHECK(dlock::JitterRangeMs(5) == std::pair<int, int>{32, 64});
+  CHECK(dlock::JitterRangeMs(19) == std::pair<int, int>{32, 64});
+  // An acquire's first re-run is at once (a Galera certification conflict
+  // with the release it saw: retry.h), then the plain schedule from its start.
+  CHECK(dlock::AcquireRerunRangeMs(0) == std::pair<int, int>{0, 0});
+  CHECK(dlock::AcquireRerunRangeMs(1) == std::pair<int, int>{1, 2});
+  CHECK(dlock::AcquireRerunRangeMs(2) == std::pair<int, int>{2, 4});
+  CHECK(dlock::AcquireRerunRangeMs(6) == std::pair<int, int>{32, 64});
 }
