@@ -5,9 +5,13 @@
 # T threads in each, all on one key ((c) the article's loop: release, then at
 # once acquire again; (d) every handoff to a waiter, 20 ms outside), with
 # fair=1 and fair=0 (acquisitions per node and their max:min beside the
-# per-thread figures); then (g), a prototype of a claim order kept by the
-# server, against plain polling, in bare SQL (bench/galera_claims.py); then
-# removes the cluster. Not in CI (about two minutes with the cluster's start).
+# per-thread figures); then (g), in bare SQL on the same cluster
+# (bench/galera_claims.py, one waiter per node as in dlock): plain polling,
+# dlock's claim order (fast), a one-commit handoff (handover; handsync: its
+# lease extended to the ttl before it counts as acquired) and the relay,
+# the floor of any order that crosses nodes (the two certified commits with
+# a free wake-up); then removes the cluster. Not in CI (about four minutes
+# with the cluster's start at 20 s a row).
 # Row locks are refused on Galera, so lease only.
 #   bench/galera_bench.sh [BUILD_DIR] [--seconds S] [--threads T]
 # BUILD_DIR and DLOCK_PYTHON as for bench/run.sh.
@@ -19,7 +23,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=${2:?--seconds needs a number}; shift ;;
     --threads) threads=${2:?--threads needs a number}; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) build=$(cd "$1" && pwd) ;;
   esac
   shift
@@ -39,7 +43,8 @@ echo "3-node Galera cluster on loopback ($(nproc) cores), MariaDB $("$root/scrip
 "$py" "$root/bench/python_bench.py" "${urls[0]}" --node "${urls[1]}" --node "${urls[2]}" \
   --contend --procs 3 --threads "$threads" --seconds "$seconds" --modes lease --fair both
 if "$py" -c 'import pymysql' 2>/dev/null; then
-  "$py" "$root/bench/galera_claims.py" "${urls[@]}" --threads "$threads" --seconds "$seconds"
+  "$py" "$root/bench/galera_claims.py" "${urls[@]}" --threads "$threads" --seconds "$seconds" \
+    --heads --poll-ms 5 --rows polling,fast,handover,handsync,relay
 else
   echo "(g) skipped: $py has no pymysql (pip install pymysql)"
 fi
