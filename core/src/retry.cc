@@ -14,20 +14,25 @@ std::pair<int, int> JitterRangeMs(int attempt) {
   return {base / 2, base};
 }
 
-void JitterSleep(int attempt) {
+namespace {
+
+// A jittered sleep within [range.first, range.second] ms; none for {0, 0}.
+void SleepWithin(std::pair<int, int> range) {
+  if (range.second <= 0) return;
   thread_local std::minstd_rand rng(std::random_device{}());
-  const auto [lo, hi] = JitterRangeMs(attempt);
-  std::uniform_int_distribution<int> d(lo, hi);
+  std::uniform_int_distribution<int> d(range.first, range.second);
   std::this_thread::sleep_for(std::chrono::milliseconds(d(rng)));
 }
+
+}  // namespace
+
+void JitterSleep(int attempt) { SleepWithin(JitterRangeMs(attempt)); }
 
 std::pair<int, int> AcquireRerunRangeMs(int attempt) {
   return attempt <= 0 ? std::pair<int, int>{0, 0} : JitterRangeMs(attempt - 1);
 }
 
-void AcquireRerunSleep(int attempt) {
-  if (attempt > 0) JitterSleep(attempt - 1);
-}
+void AcquireRerunSleep(int attempt) { SleepWithin(AcquireRerunRangeMs(attempt)); }
 
 namespace {
 

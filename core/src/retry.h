@@ -58,10 +58,14 @@ std::pair<int, int> JitterRangeMs(int attempt);
 // that window is certified as not having seen the release. By the time the
 // conflict is reported the release is nearly always recorded too (measured:
 // no more conflicts with the re-run at once than without), so it wins;
-// a sleep of 1-2 ms only delayed the handoff (measured: 15% of handoffs on
-// a 3-node cluster on loopback met one). Between acquirers, the one that
-// won holds the row and the re-run reports it busy: no collision to space
-// out. AcquireRerunRangeMs is its range.
+// a sleep of 1-2 ms only delayed the handoff (measured: 12-17% of
+// handoffs on a 3-node cluster on loopback met one). Between acquirers the
+// one that won holds the row, and the re-run reports it busy (on Galera,
+// once the winner's write is applied on the loser's node: a re-run that
+// comes first meets a second 1213 and then backs off as before; on one
+// server the re-run queues on the winner's row lock). A try with no wait
+// (Try(0)) spends 3-6 ms on its free re-runs, not 7-14. AcquireRerunSleep
+// sleeps within AcquireRerunRangeMs(attempt).
 void AcquireRerunSleep(int attempt);
 std::pair<int, int> AcquireRerunRangeMs(int attempt);
 
