@@ -9,8 +9,8 @@
 # (bench/galera_claims.py, one waiter per node as in dlock): plain polling,
 # dlock's claim order (fast), a one-commit handoff (handover; handsync: its
 # lease extended to the ttl before it counts as acquired) and the relay,
-# the floor of any order that crosses nodes (the two certified commits with
-# a free wake-up); then removes the cluster. Not in CI (about four minutes
+# the floor of any order that crosses nodes in two commits (a free wake-up
+# between them); then removes the cluster. Not in CI (about four minutes
 # with the cluster's start at 20 s a row).
 # Row locks are refused on Galera, so lease only.
 #   bench/galera_bench.sh [BUILD_DIR] [--seconds S] [--threads T]
