@@ -7,14 +7,20 @@
 
 namespace dlock {
 
+RetryPolicy AcquireRetryPolicy(ClientImpl& client, Clock::time_point deadline,
+                               const std::function<bool()>& stop) {
+  RetryPolicy p("acquire", client.RetryUntil(deadline), stop);
+  p.deadline = deadline;
+  p.sleep = AcquireRerunSleep;
+  return p;
+}
+
 Status LeaseAcquire(ClientImpl& client, const std::string& key, const std::string& owner, int64_t ttl_ms,
                                 Clock::time_point deadline, Conn* preferred, LeaseAttempt* out,
                                 const std::function<bool()>& stop, const ServerWait* wait,
                                 bool ordered) {
   PoolConns fresh(&client, deadline, stop);
-  RetryPolicy p("acquire", client.RetryUntil(deadline), stop);
-  p.deadline = deadline;  // 1213 re-runs end with the wait (kBusy)
-  p.sleep = AcquireRerunSleep;  // the first at once (retry.h)
+  const RetryPolicy p = AcquireRetryPolicy(client, deadline, stop);
   return RunIdempotent(preferred, &fresh, p, [&](SqlConn& c, bool) {
     ExecResult r;
     Conn* conn = &c == static_cast<SqlConn*>(preferred) ? preferred : fresh.current();

@@ -12,6 +12,7 @@
 
 #include "conn.h"
 #include "pool.h"
+#include "retry.h"
 
 namespace dlock {
 
@@ -63,6 +64,10 @@ Status LeaseAcquire(ClientImpl& client, const std::string& key, const std::strin
                     int64_t ttl_ms, Clock::time_point deadline, Conn* preferred, LeaseAttempt* out,
                     const std::function<bool()>& stop = nullptr, const ServerWait* wait = nullptr,
                     bool ordered = false);
+// The retry rules LeaseAcquire runs with: 1213 re-runs end with the wait
+// (kBusy), the first of them at once (AcquireRerunSleep, retry.h).
+RetryPolicy AcquireRetryPolicy(ClientImpl& client, Clock::time_point deadline,
+                               const std::function<bool()>& stop);
 // How long a claim lives after its last keep-alive (the claim order): what
 // a waiter that died costs the others, never a ttl.
 constexpr int64_t kClaimWindowUs = 500000;

@@ -11,6 +11,7 @@
 
 #include "core_test_util.h"
 #include "dialect.h"
+#include "lease_ops.h"
 #include "lock_impl.h"
 
 namespace dlock {
@@ -1791,4 +1792,19 @@ TEST_CASE("lease: holder=thread: a release while another thread acquires is refu
   CHECK(released.load() == static_cast<int>(Code::kOk));
   for (dlock::LockCaller* x : {&b, &d, &e}) l->Close(*x);
   o->Close(oc);
+}
+
+TEST_CASE("lease: an acquire's retry rules end 1213 re-runs with its wait, the first re-run at once") {
+  // What LeaseAcquire runs with (lease_ops.cc); the schedule itself is
+  // core_retry's.
+  auto c = OpenClient();
+  const auto deadline = Clock::now() + std::chrono::seconds(3);
+  const dlock::RetryPolicy p = dlock::AcquireRetryPolicy(*c->impl(), deadline, nullptr);
+  CHECK(p.deadline == deadline);
+  CHECK(std::string(p.what) == "acquire");
+  using Sleep = void (*)(int);
+  const Sleep* sleep = p.sleep.target<Sleep>();
+  REQUIRE(sleep != nullptr);
+  const bool rerun_sleep = *sleep == &dlock::AcquireRerunSleep;
+  CHECK(rerun_sleep);
 }
